@@ -1,0 +1,162 @@
+"""The MobileBERT / IB-BERT block: bottlenecks around attention and stacked FFNs.
+
+With x ∈ R^H the block input (H = 512 inter-block width) and h the
+intra-block width (128 for MobileBERT, 1024 for the IB-BERT teacher):
+
+    a  = Norm(W_in x + b_in)                    input bottleneck, R^H -> R^h
+    s  = Norm(W_s x + b_s)                      shared Q/K bottleneck (key_query_shared_bottleneck)
+    Q, K from s (MobileBERT) | a (use_bottleneck_attention) | x (IB-BERT)
+    V from x (MobileBERT, IB-BERT) | a (use_bottleneck_attention)
+    u  = Norm(MHA(Q, K, V) + a)                 attention output, R^h
+    u  = Norm(W_2 act(W_1 u) + u)  F times      stacked FFNs (paper section 3.2)
+    y  = Norm(dropout(W_out u + b_out) + x)     output bottleneck, R^h -> R^H
+
+(paper Figure 1 and section 3; the order follows the released code). With
+`use_bottleneck` false the block is a post-LN BERT layer: Q, K, V, residual
+and FFN all at width H, dropout before each residual.
+
+The teacher shape (Q, K, V from the 512-wide x, projected into the 1024-wide
+intra-block space) is just `key_query_shared_bottleneck=False` with h > H;
+each projection is built from its own input width, so it runs as is.
+"""
+
+import tf_keras
+
+from mbert_lib.layers.attention import MultiHeadAttention
+from mbert_lib.layers.ffn import FeedForward
+from mbert_lib.layers.initializers import truncated_normal
+from mbert_lib.layers.nonorm import make_norm
+
+
+@tf_keras.utils.register_keras_serializable(package="mbert_lib")
+class MobileBertTransformer(tf_keras.layers.Layer):
+    """x [B, T, H], mask [B, T] -> (y [B, T, H], attention probabilities [B, N, T, T])."""
+
+    def __init__(
+        self,
+        hidden_size: int = 512,
+        intra_bottleneck_size: int = 128,
+        intermediate_size: int = 512,
+        num_attention_heads: int = 4,
+        hidden_act: str = "relu",
+        normalization_type: str = "no_norm",
+        hidden_dropout_prob: float = 0.0,
+        attention_probs_dropout_prob: float = 0.1,
+        use_bottleneck: bool = True,
+        use_bottleneck_attention: bool = False,
+        key_query_shared_bottleneck: bool = True,
+        num_feedforward_networks: int = 4,
+        initializer_range: float = 0.02,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.hidden_size = hidden_size
+        self.intra_bottleneck_size = intra_bottleneck_size
+        self.intermediate_size = intermediate_size
+        self.num_attention_heads = num_attention_heads
+        self.hidden_act = hidden_act
+        self.normalization_type = normalization_type
+        self.hidden_dropout_prob = hidden_dropout_prob
+        self.attention_probs_dropout_prob = attention_probs_dropout_prob
+        self.use_bottleneck = use_bottleneck
+        self.use_bottleneck_attention = use_bottleneck_attention
+        self.key_query_shared_bottleneck = key_query_shared_bottleneck
+        self.num_feedforward_networks = num_feedforward_networks
+        self.initializer_range = initializer_range
+
+        width = intra_bottleneck_size if use_bottleneck else hidden_size  # h, or H for BERT
+        if width % num_attention_heads:
+            raise ValueError(f"attention width {width} is not divisible by "
+                             f"num_attention_heads = {num_attention_heads}")
+
+        def dense(units, name):
+            return tf_keras.layers.Dense(units, kernel_initializer=truncated_normal(initializer_range),
+                                         name=name)
+
+        if use_bottleneck:
+            self.bottleneck_input = dense(width, "bottleneck_input")
+            self.bottleneck_input_norm = make_norm(normalization_type, "bottleneck_input_norm")
+        if key_query_shared_bottleneck:
+            self.bottleneck_attention = dense(width, "bottleneck_attention")
+            self.bottleneck_attention_norm = make_norm(
+                normalization_type, "bottleneck_attention_norm")
+        self.attention = MultiHeadAttention(
+            num_attention_heads, width // num_attention_heads, output_size=width,
+            dropout_rate=attention_probs_dropout_prob, initializer_range=initializer_range,
+            name="attention")
+        self.attention_dropout = tf_keras.layers.Dropout(
+            0.0 if use_bottleneck else hidden_dropout_prob)
+        self.attention_norm = make_norm(normalization_type, "attention_norm")
+        self.ffns = [
+            FeedForward(
+                intermediate_size, hidden_act, normalization_type,
+                # Only the last FFN of a plain BERT layer has dropout.
+                dropout_rate=hidden_dropout_prob
+                if (not use_bottleneck and k == num_feedforward_networks - 1) else 0.0,
+                initializer_range=initializer_range, name=f"ffn_{k}")
+            for k in range(num_feedforward_networks)
+        ]
+        if use_bottleneck:
+            self.bottleneck_output = dense(hidden_size, "bottleneck_output")
+            self.bottleneck_output_dropout = tf_keras.layers.Dropout(hidden_dropout_prob)
+            self.bottleneck_output_norm = make_norm(
+                normalization_type, "bottleneck_output_norm")
+
+    def call(self, x, attention_mask=None, training=None):
+        if self.use_bottleneck:
+            a = self.bottleneck_input_norm(self.bottleneck_input(x))          # [B, T, h]
+        else:
+            a = x                                                             # [B, T, H]
+        if self.use_bottleneck_attention:
+            qk, v = a, a
+        elif self.key_query_shared_bottleneck:
+            qk = self.bottleneck_attention_norm(self.bottleneck_attention(x))  # [B, T, h]
+            v = x                                                             # [B, T, H]
+        else:
+            qk, v = x, x
+        attended, probs = self.attention(qk, qk, v, attention_mask, training=training)
+        u = self.attention_norm(
+            self.attention_dropout(attended, training=training) + a)         # [B, T, h]
+        for ffn in self.ffns:
+            u = ffn(u, training=training)                                     # [B, T, h]
+        if not self.use_bottleneck:
+            return u, probs
+        y = self.bottleneck_output_dropout(self.bottleneck_output(u), training=training)
+        return self.bottleneck_output_norm(y + x), probs                      # [B, T, H]
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "hidden_size": self.hidden_size,
+            "intra_bottleneck_size": self.intra_bottleneck_size,
+            "intermediate_size": self.intermediate_size,
+            "num_attention_heads": self.num_attention_heads,
+            "hidden_act": self.hidden_act,
+            "normalization_type": self.normalization_type,
+            "hidden_dropout_prob": self.hidden_dropout_prob,
+            "attention_probs_dropout_prob": self.attention_probs_dropout_prob,
+            "use_bottleneck": self.use_bottleneck,
+            "use_bottleneck_attention": self.use_bottleneck_attention,
+            "key_query_shared_bottleneck": self.key_query_shared_bottleneck,
+            "num_feedforward_networks": self.num_feedforward_networks,
+            "initializer_range": self.initializer_range,
+        }
+
+
+def block_kwargs(config) -> dict:
+    """MobileBertTransformer keyword arguments for a MobileBertConfig."""
+    return dict(
+        hidden_size=config.hidden_size,
+        intra_bottleneck_size=config.intra_bottleneck_size,
+        intermediate_size=config.intermediate_size,
+        num_attention_heads=config.num_attention_heads,
+        hidden_act=config.hidden_act,
+        normalization_type=config.normalization_type,
+        hidden_dropout_prob=config.hidden_dropout_prob,
+        attention_probs_dropout_prob=config.attention_probs_dropout_prob,
+        use_bottleneck=config.use_bottleneck,
+        use_bottleneck_attention=config.use_bottleneck_attention,
+        key_query_shared_bottleneck=config.key_query_shared_bottleneck,
+        num_feedforward_networks=config.num_feedforward_networks,
+        initializer_range=config.initializer_range,
+    )

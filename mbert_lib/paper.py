@@ -1,0 +1,60 @@
+"""The paper's numbers, as data, for paper-vs-ours tables and plots.
+
+Source: Sun et al., "MobileBERT: a Compact Task-Agnostic BERT for
+Resource-Limited Devices", ACL 2020 (arXiv 2004.02984), via the project's
+REFERENCE.md. Values the project could not confirm from the paper's own
+table carry `approx=True`: print them with a "≈".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class PaperValue:
+    value: float
+    unit: str = ""
+    approx: bool = False
+
+    def __str__(self) -> str:
+        text = f"{self.value:g}{(' ' + self.unit) if self.unit else ''}"
+        return ("≈" + text) if self.approx else text
+
+
+# Table 1: architecture and size (parameters of the whole model, as printed).
+TABLE1 = {
+    "bert_base": {"layers": 12, "hidden": 768, "params_m": 109.0},
+    "ibbert_large": {"layers": 24, "hidden": 512, "params_m": 293.0},
+    "mobilebert": {"layers": 24, "hidden": 512, "params_m": 25.3},
+    "mobilebert_tiny": {"layers": 24, "hidden": 512, "params_m": 15.1},
+}
+
+# Headline efficiency numbers (Pixel 4, TFLite, 4 threads, seq 128).
+FLOPS_B = {"bert_base": 22.5, "mobilebert": 5.7, "mobilebert_tiny": 3.1}
+PIXEL4_LATENCY_MS = {"bert_base": 342.0, "mobilebert": 62.0, "mobilebert_tiny": 40.0,
+                     "mobilebert_no_opt": 192.0}
+SMALLER_THAN_BERT_BASE = 4.3
+FASTER_THAN_BERT_BASE = 5.5
+
+# Table 7: latency of MobileBERT (5.7B FLOPs each) by normalization x activation,
+# Pixel 4 ms. Only the two corner cells are confirmed from the paper's table.
+TABLE7_MS = {
+    ("layer_norm", "gelu"): PaperValue(192.0, "ms"),
+    ("layer_norm", "relu"): PaperValue(167.0, "ms", approx=True),
+    ("no_norm", "gelu"): PaperValue(92.0, "ms", approx=True),
+    ("no_norm", "relu"): PaperValue(62.0, "ms"),
+}
+
+# GLUE test scores of MobileBERT (Table 4) and the dev-set SQuAD numbers.
+GLUE_TEST_MOBILEBERT = {
+    "CoLA": 50.5, "SST-2": 92.8, "MRPC": 88.8, "STS-B": 84.4, "QQP": 70.2,
+    "MNLI-m": 83.3, "MNLI-mm": 82.6, "QNLI": 90.6, "RTE": 66.2,
+}
+GLUE_SCORE = {"bert_base": 78.3, "mobilebert": 77.7, "mobilebert_no_opt": 78.5,
+              "mobilebert_tiny": 75.8}
+SQUAD_DEV = {"mobilebert": {"v1.1": (82.9, 90.0), "v2.0": (76.2, 79.2)},
+             "bert_base": {"v1.1": (80.8, 88.5)}}
+
+# Section 3.2: MobileBERT keeps BERT's MHA:FFN parameter ratio in this band.
+MHA_FFN_RATIO_BAND = (0.4, 0.6)

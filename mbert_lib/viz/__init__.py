@@ -1,0 +1,1 @@
+"""Plots and tables for notebooks and reports, one topic per module."""
