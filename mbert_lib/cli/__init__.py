@@ -1,0 +1,64 @@
+"""Command-line entry point: one module per (sub)command in this package.
+
+A module `mbert_lib/cli/<command>.py` becomes `python -m mbert_lib <command>`;
+`mbert_lib/cli/<command>_<sub>.py` becomes `python -m mbert_lib <command> <sub>`.
+Each module defines:
+
+    HELP: str                                  one line for --help
+    def add_arguments(parser) -> None          its flags (argparse)
+    def run(args) -> int                       exit status
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+
+
+class CommandError(Exception):
+    """A user-facing error: printed without a traceback, exit status 2."""
+
+
+def _commands() -> dict[str, dict[str | None, object]]:
+    """{command: {subcommand or None: module}} from this package's modules."""
+    table: dict[str, dict[str | None, object]] = {}
+    for info in pkgutil.iter_modules(__path__):
+        if info.name.startswith("_"):
+            continue
+        command, _, sub = info.name.partition("_")
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        table.setdefault(command, {})[sub or None] = module
+    return table
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m mbert_lib", description="MobileBERT, step by step.")
+    commands = parser.add_subparsers(dest="command", metavar="<command>", required=True)
+    for command, subs in sorted(_commands().items()):
+        if list(subs) == [None]:
+            module = subs[None]
+            p = commands.add_parser(command, help=module.HELP, description=module.HELP)
+            module.add_arguments(p)
+            p.set_defaults(_run=module.run)
+            continue
+        group = commands.add_parser(command, help=f"{command} subcommands: "
+                                    + ", ".join(sorted(s for s in subs if s)))
+        subparsers = group.add_subparsers(dest="subcommand", metavar="<subcommand>",
+                                          required=True)
+        for sub, module in sorted(subs.items(), key=lambda kv: kv[0] or ""):
+            p = subparsers.add_parser(sub, help=module.HELP, description=module.HELP)
+            module.add_arguments(p)
+            p.set_defaults(_run=module.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args._run(args) or 0)
+    except (CommandError, ValueError, FileNotFoundError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
