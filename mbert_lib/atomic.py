@@ -20,8 +20,12 @@ def atomic_path(path: str | os.PathLike):
     fd, tmp = tempfile.mkstemp(dir=directory, prefix="." + os.path.basename(path) + ".",
                                suffix=".tmp")
     os.close(fd)
+    umask = os.umask(0)
+    os.umask(umask)
     try:
         yield tmp
+        if os.path.exists(tmp):
+            os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; give the usual mode
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):

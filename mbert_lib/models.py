@@ -61,6 +61,31 @@ def _unpack_inputs(inputs):
     return word_ids, mask, type_ids
 
 
+def _first_blocks(blocks, num_layers):
+    if num_layers is None:
+        return blocks
+    if not 1 <= num_layers <= len(blocks):
+        raise ValueError(f"num_layers must be in [1, {len(blocks)}], got {num_layers}")
+    return blocks[:num_layers]
+
+
+def _run_blocks(x, blocks, mask, pooler, training) -> dict:
+    """The blocks on embeddings x [B, T, H] -> the encoder output dict."""
+    embedding_output, layer_outputs, attention_probs = x, [], []
+    for block in blocks:
+        x, probs = block(x, mask, training=training)                  # [B, T, H], [B, N, T, T]
+        layer_outputs.append(x)
+        attention_probs.append(probs)
+    cls = x[:, 0]                                                     # [B, H]
+    return {
+        "embedding_output": embedding_output,
+        "sequence_output": x,
+        "pooled_output": pooler(cls) if pooler is not None else cls,
+        "encoder_outputs": layer_outputs,
+        "attention_scores": attention_probs,
+    }
+
+
 def _pooler(config: MobileBertConfig):
     if not config.classifier_activation:
         return None
@@ -94,22 +119,17 @@ class MobileBertEncoder(tf_keras.Model):
         """The token table [V, E], shared with the MLM head."""
         return self.embedding.embedding_table
 
-    def call(self, inputs, training=None):
+    def call(self, inputs, training=None, num_layers=None):
+        """Runs the embedding and the first `num_layers` blocks (all by default).
+
+        Layer-wise distillation of layer l needs only blocks 0..l; with
+        `num_layers` < L, `sequence_output` and `pooled_output` come from the
+        last block run.
+        """
         word_ids, mask, type_ids = _unpack_inputs(inputs)
         x = self.embedding(word_ids, type_ids, training=training)     # [B, T, H]
-        embedding_output, layer_outputs, attention_probs = x, [], []
-        for block in self.blocks:
-            x, probs = block(x, mask, training=training)              # [B, T, H], [B, N, T, T]
-            layer_outputs.append(x)
-            attention_probs.append(probs)
-        cls = x[:, 0]                                                 # [B, H]
-        return {
-            "embedding_output": embedding_output,
-            "sequence_output": x,
-            "pooled_output": self.pooler(cls) if self.pooler is not None else cls,
-            "encoder_outputs": layer_outputs,
-            "attention_scores": attention_probs,
-        }
+        return _run_blocks(x, _first_blocks(self.blocks, num_layers), mask, self.pooler,
+                           training)
 
     def get_config(self):
         return {"config": self.config.to_dict(), "name": self.name}
@@ -124,18 +144,20 @@ class _BertLayer(tf_keras.layers.Layer):
 
     def __init__(self, config: MobileBertConfig, **kwargs):
         super().__init__(**kwargs)
+        std = config.initializer_range
         heads = config.num_attention_heads
         self.attention = tf_keras.layers.MultiHeadAttention(
             heads, config.hidden_size // heads, dropout=config.attention_probs_dropout_prob,
-            kernel_initializer=truncated_normal(config.initializer_range), name="attention")
+            kernel_initializer=truncated_normal(std), name="attention")
         self.attention_dropout = tf_keras.layers.Dropout(config.hidden_dropout_prob)
         self.attention_norm = tf_keras.layers.LayerNormalization(
             epsilon=LAYER_NORM_EPSILON, name="attention_norm")
         self.intermediate = tf_keras.layers.Dense(
             config.intermediate_size, activation=get_activation(config.hidden_act),
-            kernel_initializer=truncated_normal(config.initializer_range), name="intermediate")
+            kernel_initializer=truncated_normal(std), name="intermediate")
         self.output_dense = tf_keras.layers.Dense(
-            config.hidden_size, kernel_initializer=truncated_normal(config.initializer_range), name="output")
+            config.hidden_size,
+            kernel_initializer=truncated_normal(std), name="output")
         self.output_dropout = tf_keras.layers.Dropout(config.hidden_dropout_prob)
         self.output_norm = tf_keras.layers.LayerNormalization(
             epsilon=LAYER_NORM_EPSILON, name="output_norm")
@@ -172,15 +194,16 @@ class BertEncoder(tf_keras.Model):
                 raise ValueError(f"BertEncoder needs a plain BERT config: {field} must be "
                                  f"{required!r}, got {getattr(config, field)!r}")
         self.config = config
+        std = config.initializer_range
         self.word_embeddings = tf_keras.layers.Embedding(
-            config.vocab_size, config.hidden_size, embeddings_initializer=truncated_normal(config.initializer_range),
-            name="word_embeddings")
+            config.vocab_size, config.hidden_size,
+            embeddings_initializer=truncated_normal(std), name="word_embeddings")
         self.position_embeddings = tf_keras.layers.Embedding(
             config.max_position_embeddings, config.hidden_size,
-            embeddings_initializer=truncated_normal(config.initializer_range), name="position_embeddings")
+            embeddings_initializer=truncated_normal(std), name="position_embeddings")
         self.token_type_embeddings = tf_keras.layers.Embedding(
-            config.type_vocab_size, config.hidden_size, embeddings_initializer=truncated_normal(config.initializer_range),
-            name="token_type_embeddings")
+            config.type_vocab_size, config.hidden_size,
+            embeddings_initializer=truncated_normal(std), name="token_type_embeddings")
         self.embedding_norm = tf_keras.layers.LayerNormalization(
             epsilon=LAYER_NORM_EPSILON, name="embedding_norm")
         self.embedding_dropout = tf_keras.layers.Dropout(config.hidden_dropout_prob)
@@ -194,24 +217,12 @@ class BertEncoder(tf_keras.Model):
 
     def call(self, inputs, training=None):
         word_ids, mask, type_ids = _unpack_inputs(inputs)
-        check_seq_length(word_ids, self.config.max_position_embeddings)
+        word_ids = check_seq_length(word_ids, self.config.max_position_embeddings)
         positions = self.position_embeddings(tf.range(tf.shape(word_ids)[1]))
         x = (self.word_embeddings(word_ids) + positions[tf.newaxis]
              + self.token_type_embeddings(type_ids))
         x = self.embedding_dropout(self.embedding_norm(x), training=training)
-        embedding_output, layer_outputs, attention_probs = x, [], []
-        for block in self.blocks:
-            x, probs = block(x, mask, training=training)
-            layer_outputs.append(x)
-            attention_probs.append(probs)
-        cls = x[:, 0]
-        return {
-            "embedding_output": embedding_output,
-            "sequence_output": x,
-            "pooled_output": self.pooler(cls) if self.pooler is not None else cls,
-            "encoder_outputs": layer_outputs,
-            "attention_scores": attention_probs,
-        }
+        return _run_blocks(x, self.blocks, mask, self.pooler, training)
 
     def get_config(self):
         return {"config": self.config.to_dict(), "name": self.name}

@@ -28,6 +28,8 @@ class Timing:
 
     @classmethod
     def from_samples(cls, samples_ms: list[float]) -> "Timing":
+        if not samples_ms:
+            raise ValueError("samples_ms is empty: need at least one timed run")
         return cls(statistics.median(samples_ms), min(samples_ms), max(samples_ms),
                    len(samples_ms))
 
@@ -37,8 +39,9 @@ def time_callable(fn: Callable[[], object], repeats: int = 20, warmup: int = 3) 
 
     `fn` must block until its result exists (call `.numpy()` on TF results).
     """
-    if repeats < 1 or warmup < 0:
-        raise ValueError(f"need repeats >= 1 and warmup >= 0, got {repeats}, {warmup}")
+    _check_counts(repeats, warmup)
+    if not callable(fn):
+        raise ValueError(f"fn must be callable, got {type(fn).__name__}")
     for _ in range(warmup):
         fn()
     samples = []
@@ -51,7 +54,17 @@ def time_callable(fn: Callable[[], object], repeats: int = 20, warmup: int = 3) 
 
 def interleaved_timings(fns: dict[str, Callable[[], object]], repeats: int = 20,
                         warmup: int = 3) -> dict[str, Timing]:
-    """Times several callables round-robin, so background load hits all alike."""
+    """Times several callables round-robin, so background load hits all alike.
+
+    Each is first called `warmup` times untimed (one after the other); then
+    every round calls each once, timed, in the order of `fns`.
+    """
+    _check_counts(repeats, warmup)
+    if not fns:
+        raise ValueError("fns is empty: need at least one callable to time")
+    not_callable = sorted(name for name, fn in fns.items() if not callable(fn))
+    if not_callable:
+        raise ValueError(f"fns: not callable: {not_callable}")
     for fn in fns.values():
         for _ in range(warmup):
             fn()
@@ -64,6 +77,17 @@ def interleaved_timings(fns: dict[str, Callable[[], object]], repeats: int = 20,
     return {name: Timing.from_samples(s) for name, s in samples.items()}
 
 
+def _check_counts(repeats: int, warmup: int) -> None:
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+        raise ValueError(f"repeats must be an integer >= 1, got {repeats!r}")
+    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
+        raise ValueError(f"warmup must be an integer >= 0, got {warmup!r}")
+
+
 def write_json(records: Iterable[dict], path: str | os.PathLike) -> None:
-    """Writes a list of records as JSON, atomically."""
-    atomic.write_text(path, json.dumps(list(records), indent=2) + "\n")
+    """Writes a list of records as strict JSON (no NaN/Infinity), atomically.
+
+    A record that cannot be serialised raises before `path` is touched.
+    """
+    text = json.dumps(list(records), indent=2, allow_nan=False)
+    atomic.write_text(path, text + "\n")

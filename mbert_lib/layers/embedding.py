@@ -4,7 +4,7 @@ With e_t ∈ R^E the table row of token t (E = 128 in MobileBERT), the trigram
 input is the concatenation of a token's right neighbour, itself and its left
 neighbour (zeros past either end of the sequence):
 
-    x_t = [e_{t+1} ; e_t ; e_{t-1}] ∈ R^{3E}                 (paper section 3.1)
+    x_t = [e_{t+1} ; e_t ; e_{t-1}] ∈ R^{3E}          (paper section 3.4, embedding factorization)
     emb_t = Norm(W_p x_t + b_p + P_t + S_{s_t})  ∈ R^H,     then dropout
 
 which is a width-3 1-D convolution over the sequence, computed here as shift
@@ -28,18 +28,24 @@ def trigram_concat(x):
 
 
 def check_seq_length(input_word_ids, max_position_embeddings: int):
-    """Raises if T exceeds the position table (statically when T is known)."""
+    """Returns `input_word_ids`; raises if T exceeds the position table.
+
+    Statically (ValueError) when T is known; otherwise the returned ids depend
+    on a run-time assertion, so use them: the position lookup must not run first.
+    """
     static_length = input_word_ids.shape[1]
     message = (f"input_word_ids has {{}} tokens per sequence, more than "
                f"max_position_embeddings = {max_position_embeddings}; truncate the input")
     if static_length is not None:
         if static_length > max_position_embeddings:
             raise ValueError(message.format(static_length))
-    else:
-        tf.debugging.assert_less_equal(
-            tf.shape(input_word_ids)[1], max_position_embeddings,
-            message=message.format("too many"),
-        )
+        return input_word_ids
+    check = tf.debugging.assert_less_equal(
+        tf.shape(input_word_ids)[1], max_position_embeddings,
+        message=message.format("too many"),
+    )
+    with tf.control_dependencies([check]):
+        return tf.identity(input_word_ids)
 
 
 @tf_keras.utils.register_keras_serializable(package="mbert_lib")
@@ -73,23 +79,21 @@ class MobileBertEmbedding(tf_keras.layers.Layer):
         self.dropout_rate = dropout_rate
         self.initializer_range = initializer_range
 
+        std = initializer_range
         self.word_embeddings = tf_keras.layers.Embedding(
-            vocab_size, embedding_size, embeddings_initializer=truncated_normal(initializer_range), name="word_embeddings"
-        )
+            vocab_size, embedding_size, embeddings_initializer=truncated_normal(std),
+            name="word_embeddings")
         self.needs_projection = trigram_input or embedding_size != hidden_size
         self.embedding_transformation = (
-            tf_keras.layers.Dense(hidden_size, kernel_initializer=truncated_normal(initializer_range),
+            tf_keras.layers.Dense(hidden_size, kernel_initializer=truncated_normal(std),
                                   name="embedding_transformation")
-            if self.needs_projection else None
-        )
+            if self.needs_projection else None)
         self.position_embeddings = tf_keras.layers.Embedding(
-            max_position_embeddings, hidden_size, embeddings_initializer=truncated_normal(initializer_range),
-            name="position_embeddings",
-        )
+            max_position_embeddings, hidden_size, embeddings_initializer=truncated_normal(std),
+            name="position_embeddings")
         self.token_type_embeddings = tf_keras.layers.Embedding(
-            type_vocab_size, hidden_size, embeddings_initializer=truncated_normal(initializer_range),
-            name="token_type_embeddings",
-        )
+            type_vocab_size, hidden_size, embeddings_initializer=truncated_normal(std),
+            name="token_type_embeddings")
         self.norm = make_norm(normalization_type, name="norm")
         self.dropout = tf_keras.layers.Dropout(dropout_rate)
 
@@ -99,8 +103,8 @@ class MobileBertEmbedding(tf_keras.layers.Layer):
         return self.word_embeddings.embeddings
 
     def call(self, input_word_ids, input_type_ids, training=None):
+        input_word_ids = check_seq_length(input_word_ids, self.max_position_embeddings)
         seq_length = tf.shape(input_word_ids)[1]
-        check_seq_length(input_word_ids, self.max_position_embeddings)
         x = self.word_embeddings(input_word_ids)                # [B, T, E]
         if self.trigram_input:
             x = trigram_concat(x)                               # [B, T, 3E]

@@ -2,9 +2,9 @@
 
 Masked LM (MLM), for a hidden state x ∈ R^H at a masked position:
 
-    z = LayerNorm(act(W_t x + b_t))                       a real LayerNorm, also in the student
-    logits = z · [E | W_extra]ᵀ + b                       E: [V, E] token table (shared),
-                                                          W_extra: [V, H − E] ("extra_output_weights")
+    z = LayerNorm(act(W_t x + b_t))          a real LayerNorm, also in the student
+    logits = z · [E | W_extra]ᵀ + b          E: [V, E] token table (shared),
+                                             W_extra: [V, H − E] ("extra_output_weights")
 
 The token table is only E = 128 wide while z is H = 512 wide, so the output
 layer pads the shared table with H − E extra learned columns per token.

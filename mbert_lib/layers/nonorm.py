@@ -5,13 +5,13 @@
 LayerNorm first standardises each token over its C channels,
     LayerNorm(h) = γ ⊙ (h − μ(h)) / sqrt(σ²(h) + ε) + β,
 which needs a mean, a variance and a division per token at inference time.
-NoNorm keeps only the per-channel affine map: an element-wise multiply-add
-that fuses into the preceding matmul, which is where the paper's Table 7
-latency gain comes from. It is not a re-parameterised LayerNorm: μ(h) and
-σ(h) depend on the token, γ and β do not.
+NoNorm keeps only the per-channel affine map, an element-wise multiply-add;
+where no residual sits between it and the preceding dense layer (the input
+bottlenecks) it can even be folded into that layer's weights. That is where
+the paper's Table 7 latency gain comes from. It is not a re-parameterised
+LayerNorm: μ(h) and σ(h) depend on the token, γ and β do not.
 """
 
-import tensorflow as tf
 import tf_keras
 
 LAYER_NORM_EPSILON = 1e-12  # the original BERT / MobileBERT value

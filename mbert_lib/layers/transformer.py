@@ -28,6 +28,15 @@ from mbert_lib.layers.initializers import truncated_normal
 from mbert_lib.layers.nonorm import make_norm
 
 
+# The block's constructor arguments: MobileBertConfig fields of the same names.
+BLOCK_FIELDS = (
+    "hidden_size", "intra_bottleneck_size", "intermediate_size", "num_attention_heads",
+    "hidden_act", "normalization_type", "hidden_dropout_prob",
+    "attention_probs_dropout_prob", "use_bottleneck", "use_bottleneck_attention",
+    "key_query_shared_bottleneck", "num_feedforward_networks", "initializer_range",
+)
+
+
 @tf_keras.utils.register_keras_serializable(package="mbert_lib")
 class MobileBertTransformer(tf_keras.layers.Layer):
     """x [B, T, H], mask [B, T] -> (y [B, T, H], attention probabilities [B, N, T, T])."""
@@ -70,8 +79,8 @@ class MobileBertTransformer(tf_keras.layers.Layer):
                              f"num_attention_heads = {num_attention_heads}")
 
         def dense(units, name):
-            return tf_keras.layers.Dense(units, kernel_initializer=truncated_normal(initializer_range),
-                                         name=name)
+            return tf_keras.layers.Dense(
+                units, kernel_initializer=truncated_normal(initializer_range), name=name)
 
         if use_bottleneck:
             self.bottleneck_input = dense(width, "bottleneck_input")
@@ -125,38 +134,9 @@ class MobileBertTransformer(tf_keras.layers.Layer):
         return self.bottleneck_output_norm(y + x), probs                      # [B, T, H]
 
     def get_config(self):
-        return {
-            **super().get_config(),
-            "hidden_size": self.hidden_size,
-            "intra_bottleneck_size": self.intra_bottleneck_size,
-            "intermediate_size": self.intermediate_size,
-            "num_attention_heads": self.num_attention_heads,
-            "hidden_act": self.hidden_act,
-            "normalization_type": self.normalization_type,
-            "hidden_dropout_prob": self.hidden_dropout_prob,
-            "attention_probs_dropout_prob": self.attention_probs_dropout_prob,
-            "use_bottleneck": self.use_bottleneck,
-            "use_bottleneck_attention": self.use_bottleneck_attention,
-            "key_query_shared_bottleneck": self.key_query_shared_bottleneck,
-            "num_feedforward_networks": self.num_feedforward_networks,
-            "initializer_range": self.initializer_range,
-        }
+        return {**super().get_config(), **{f: getattr(self, f) for f in BLOCK_FIELDS}}
 
 
 def block_kwargs(config) -> dict:
-    """MobileBertTransformer keyword arguments for a MobileBertConfig."""
-    return dict(
-        hidden_size=config.hidden_size,
-        intra_bottleneck_size=config.intra_bottleneck_size,
-        intermediate_size=config.intermediate_size,
-        num_attention_heads=config.num_attention_heads,
-        hidden_act=config.hidden_act,
-        normalization_type=config.normalization_type,
-        hidden_dropout_prob=config.hidden_dropout_prob,
-        attention_probs_dropout_prob=config.attention_probs_dropout_prob,
-        use_bottleneck=config.use_bottleneck,
-        use_bottleneck_attention=config.use_bottleneck_attention,
-        key_query_shared_bottleneck=config.key_query_shared_bottleneck,
-        num_feedforward_networks=config.num_feedforward_networks,
-        initializer_range=config.initializer_range,
-    )
+    """MobileBertTransformer keyword arguments for a MobileBertConfig (same names)."""
+    return {f: getattr(config, f) for f in BLOCK_FIELDS}
