@@ -30,6 +30,5 @@ def run(args) -> int:
     config = MobileBertConfig.from_json_file(args.config) if args.config else None
     export_hf(args.checkpoint, args.export_dir, config, args.vocab_file, args.do_lower_case,
               args.overwrite)
-    print(f"wrote {args.export_dir} (config.json, model.safetensors"
-          + (", vocab.txt)" if args.vocab_file else ")"))
+    print(f"wrote {args.export_dir}: {', '.join(sorted(os.listdir(args.export_dir)))}")
     return 0

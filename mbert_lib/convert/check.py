@@ -42,7 +42,9 @@ class CheckpointMismatchError(ValueError):
                       for k, (f, e) in sorted(self.misshaped.items())]
         if self.misshaped and not (self.missing or self.unexpected):
             lines.append("  (only shapes differ: does the config describe this checkpoint?)")
-        elif any("FakeLayerNorm" in k for k in {**self.missing, **self.unexpected}):
+        elif any(k.replace("FakeLayerNorm", "LayerNorm") in self.unexpected
+                 or k.replace("/LayerNorm", "/FakeLayerNorm") in self.unexpected
+                 for k in self.missing):
             lines.append("  (FakeLayerNorm vs LayerNorm names: check normalization_type)")
         super().__init__("\n".join(lines))
 
