@@ -144,3 +144,14 @@ def test_wrong_normalization_type_is_named(tmp_path):
 
     with pytest.raises(CheckpointMismatchError, match="normalization_type"):
         read_tf1_checkpoint(prefix, STUDENT.replace(normalization_type="layer_norm"))
+
+
+def test_overwrite_replaces_the_output_and_leaves_no_temporary_directories(tmp_path):
+    _, config_file, prefix = _checkpoint(tmp_path, STUDENT)
+    out = tmp_path / "out" / "tf2"
+    out.mkdir(parents=True)
+    (out / "stale.txt").write_text("old")
+    assert main(["convert", "tf1", "--bert_config_file", config_file, "--tf1_checkpoint_path",
+                 prefix, "--tf2_checkpoint_path", str(out), "--overwrite"]) == 0
+    assert "stale.txt" not in os.listdir(out) and "bert_config.json" in os.listdir(out)
+    assert os.listdir(tmp_path / "out") == ["tf2"]

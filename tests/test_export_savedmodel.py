@@ -104,6 +104,11 @@ def test_encoder_through_hub_keras_layer(exported):
     # `training` reaches the model: attention dropout (0.1) changes the output.
     dropped = layer(feed, training=True)["sequence_output"]
     assert not np.allclose(dropped, got["sequence_output"])
+    # Fine-tunable: every trainable weight gets a gradient through the loaded functions.
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(layer(feed, training=True)["pooled_output"] ** 2)
+    grads = tape.gradient(loss, layer.trainable_weights)
+    assert sum(g is not None for g in grads) > 0.9 * len(grads)
 
 
 def test_preprocessing_matches_reference_tokenizer(exported):
