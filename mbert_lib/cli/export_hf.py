@@ -1,0 +1,34 @@
+"""`python -m mbert_lib export hf`: an mbert_lib checkpoint -> the Hugging Face layout."""
+
+HELP = "write a TF2 checkpoint as a Hugging Face MobileBERT directory (config.json + model.safetensors)"
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--checkpoint", required=True,
+                        help="mbert_lib checkpoint directory (or a prefix inside one)")
+    parser.add_argument("--config", default=None,
+                        help="bert_config.json (default: the one in the checkpoint directory)")
+    parser.add_argument("--export_dir", required=True, help="output directory")
+    parser.add_argument("--vocab_file", default=None, help="also copy this vocab.txt")
+    parser.add_argument("--do_lower_case", action="store_true", default=True,
+                        help="tokenizer_config.json: lower-case input (default)")
+    parser.add_argument("--no_lower_case", dest="do_lower_case", action="store_false",
+                        help="tokenizer_config.json: keep case")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing output")
+
+
+def run(args) -> int:
+    import os
+
+    from mbert_lib.cli import CommandError
+
+    if os.path.exists(args.export_dir) and not args.overwrite:
+        raise CommandError(f"{args.export_dir} already exists (use --overwrite)")
+    from mbert_lib.config import MobileBertConfig
+    from mbert_lib.convert import export_hf
+
+    config = MobileBertConfig.from_json_file(args.config) if args.config else None
+    export_hf(args.checkpoint, args.export_dir, config, args.vocab_file, args.do_lower_case,
+              args.overwrite)
+    print(f"wrote {args.export_dir}: {', '.join(sorted(os.listdir(args.export_dir)))}")
+    return 0

@@ -1,0 +1,174 @@
+"""Hugging Face <-> TF2: the `google/mobilebert-uncased` layout, read and written without torch.
+
+A Hugging Face directory holds `config.json` (MobileBertConfig fields plus
+HF-only ones such as `model_type`, `layer_norm_eps`, `true_hidden_size`) and
+`model.safetensors` with PyTorch-layout weights (Linear weights [out, in]);
+names in names.py. The MLM decoder is tied to the token table
+(`cls.predictions.decoder.weight` = `mobilebert.embeddings.word_embeddings.weight`,
+`cls.predictions.decoder.bias` = `cls.predictions.bias`): a file may hold
+either name or both, and both must then be equal.
+
+    python -m mbert_lib convert hf --model_dir DIR --tf2_checkpoint_path OUT
+    python -m mbert_lib export hf --checkpoint CKPT --export_dir DIR
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+
+import numpy as np
+
+from mbert_lib import atomic
+from mbert_lib.config import MobileBertConfig
+from mbert_lib.convert.check import ConversionReport, match_variables
+from mbert_lib.convert.names import hf_to_tf1, name_map, tf1_to_hf, unused_entries
+
+CONFIG_FILE = "config.json"
+WEIGHTS_FILE = "model.safetensors"
+VOCAB_FILE = "vocab.txt"
+
+# transformers' MobileBertConfig defaults, for keys a config.json leaves out.
+HF_DEFAULTS = dict(
+    vocab_size=30522, hidden_size=512, num_hidden_layers=24, num_attention_heads=4,
+    intermediate_size=512, hidden_act="relu", hidden_dropout_prob=0.0,
+    attention_probs_dropout_prob=0.1, max_position_embeddings=512, type_vocab_size=2,
+    initializer_range=0.02, embedding_size=128, trigram_input=True, use_bottleneck=True,
+    intra_bottleneck_size=128, use_bottleneck_attention=False, key_query_shared_bottleneck=True,
+    num_feedforward_networks=4, normalization_type="no_norm", classifier_activation=True,
+)
+LAYER_NORM_EPSILON = 1e-12  # mbert_lib's, fixed (layers/nonorm.py)
+_TIED = {"cls.predictions.decoder.weight": "mobilebert.embeddings.word_embeddings.weight",
+         "cls.predictions.decoder.bias": "cls.predictions.bias"}
+_BUFFERS = {"mobilebert.embeddings.position_ids"}  # a non-weight buffer older files hold
+
+
+def config_from_hf(values: dict, source: str = CONFIG_FILE) -> tuple[MobileBertConfig, list[str]]:
+    """A MobileBertConfig from a Hugging Face config.json dict; also the HF-only keys ignored."""
+    fields = {f.name for f in dataclasses.fields(MobileBertConfig)}
+    if values.get("model_type", "mobilebert") != "mobilebert":
+        raise ValueError(f"{source}: model_type is {values['model_type']!r}, expected 'mobilebert'")
+    eps = values.get("layer_norm_eps", LAYER_NORM_EPSILON)
+    if eps != LAYER_NORM_EPSILON:
+        raise ValueError(f"{source}: layer_norm_eps is {eps}; mbert_lib's LayerNorm uses "
+                         f"{LAYER_NORM_EPSILON}")
+    try:
+        config = MobileBertConfig(**{**HF_DEFAULTS, **{k: v for k, v in values.items()
+                                                        if k in fields}})
+    except ValueError as e:
+        raise ValueError(f"{source}: {e}") from None
+    if "true_hidden_size" in values and values["true_hidden_size"] != config.attention_width:
+        raise ValueError(f"{source}: true_hidden_size is {values['true_hidden_size']}, but the "
+                         f"other fields give {config.attention_width}")
+    return config, sorted(k for k in values if k not in fields)
+
+
+def config_to_hf(config: MobileBertConfig) -> dict:
+    """The config.json of `config` for transformers' MobileBertForPreTraining."""
+    return {"architectures": ["MobileBertForPreTraining"], "model_type": "mobilebert",
+            **config.to_dict(), "layer_norm_eps": LAYER_NORM_EPSILON,
+            "true_hidden_size": config.attention_width, "pad_token_id": 0,
+            "tie_word_embeddings": True}
+
+
+def _hf_unused(config: MobileBertConfig) -> dict[str, tuple]:
+    """HF weights transformers creates although this config never uses them."""
+    unused = {e.hf: e.hf_shape for e in unused_entries(config)}
+    if not (config.trigram_input or config.embedding_size != config.hidden_size):
+        width_in = config.embedding_size
+        unused["mobilebert.embeddings.embedding_transformation.weight"] = (config.hidden_size,
+                                                                           width_in)
+        unused["mobilebert.embeddings.embedding_transformation.bias"] = (config.hidden_size,)
+    if config.embedding_size == config.hidden_size:
+        unused["cls.predictions.dense.weight"] = (0, config.vocab_size)
+    return unused
+
+
+def read_hf_directory(model_dir: str | os.PathLike):
+    """(config, TF1-named float32 arrays, report) from a Hugging Face model directory; strict."""
+    from safetensors import safe_open
+
+    model_dir = os.fspath(model_dir)
+    config_path = os.path.join(model_dir, CONFIG_FILE)
+    weights_path = os.path.join(model_dir, WEIGHTS_FILE)
+    for p in (config_path, weights_path):
+        if not os.path.exists(p):
+            raise FileNotFoundError(f"{p} does not exist (expected a Hugging Face directory "
+                                    f"with {CONFIG_FILE} and {WEIGHTS_FILE})")
+    with open(config_path, encoding="utf-8") as f:
+        try:
+            config, ignored = config_from_hf(json.load(f), config_path)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{config_path}: not valid JSON ({e})") from None
+    with safe_open(weights_path, framework="numpy") as f:
+        tensors = {k: f.get_tensor(k) for k in f.keys()}
+
+    entries = name_map(config)
+    notes = [f"ignored Hugging Face-only config keys: {', '.join(ignored)}"] if ignored else []
+    tied_conflicts = {}
+    for copy, source in _TIED.items():
+        if copy not in tensors:
+            continue
+        if source not in tensors:
+            tensors[source] = tensors.pop(copy)
+            notes.append(f"read {source} from its tied copy {copy}")
+        elif tensors[copy].shape != tensors[source].shape or not np.array_equal(
+                tensors[copy], tensors[source]):
+            tied_conflicts[copy] = tensors[copy].shape
+    matched = match_variables(
+        weights_path, {e.hf: e.hf_shape for e in entries},
+        {k: v.shape for k, v in tensors.items() if k not in tied_conflicts},
+        is_bookkeeping=lambda k: k in _BUFFERS or k in _TIED, unused=_hf_unused(config))
+    if tied_conflicts:
+        raise ValueError(f"{weights_path}: tied weights differ from the weights they copy: "
+                         + ", ".join(f"{k} != {_TIED[k]}" for k in tied_conflicts))
+    arrays = {e.tf1: hf_to_tf1(e, tensors[e.hf]).astype(np.float32) for e in entries}
+    report = ConversionReport(source=model_dir, source_format="hf", output="",
+                              converted=len(arrays), skipped=matched.skipped,
+                              unused=matched.unused, notes=notes)
+    return config, arrays, report
+
+
+def convert_hf(model_dir: str | os.PathLike, tf2_checkpoint_path: str | os.PathLike,
+               use_model_prefix: bool = False, overwrite: bool = False) -> ConversionReport:
+    """Converts a Hugging Face directory into an mbert_lib checkpoint directory."""
+    from mbert_lib.convert.tf2 import pretrainer_from_tf1_arrays, save_pretrainer
+
+    config, arrays, report = read_hf_directory(model_dir)
+    report.output = os.fspath(tf2_checkpoint_path)
+    save_pretrainer(pretrainer_from_tf1_arrays(config, arrays), tf2_checkpoint_path,
+                    use_model_prefix, overwrite, report)
+    return report
+
+
+def write_hf_directory(config: MobileBertConfig, arrays: dict[str, np.ndarray],
+                       export_dir: str | os.PathLike, vocab_file: str | None = None,
+                       do_lower_case: bool = True, overwrite: bool = False) -> None:
+    """Writes TF1-named arrays as config.json + model.safetensors (+ vocab.txt), atomically."""
+    from safetensors.numpy import save_file
+
+    tensors = {e.hf: np.ascontiguousarray(tf1_to_hf(e, arrays[e.tf1]), dtype=np.float32)
+               for e in name_map(config)}
+    with atomic.atomic_directory(export_dir, overwrite=overwrite) as tmp:
+        atomic.write_text(os.path.join(tmp, CONFIG_FILE),
+                          json.dumps(config_to_hf(config), indent=2, sort_keys=True) + "\n")
+        # transformers refuses safetensors files without a "format" entry.
+        save_file(tensors, os.path.join(tmp, WEIGHTS_FILE), metadata={"format": "pt"})
+        if vocab_file is not None:
+            shutil.copyfile(vocab_file, os.path.join(tmp, VOCAB_FILE))
+            atomic.write_text(os.path.join(tmp, "tokenizer_config.json"), json.dumps(
+                {"tokenizer_class": "MobileBertTokenizer", "do_lower_case": do_lower_case},
+                indent=2) + "\n")
+
+
+def export_hf(checkpoint: str | os.PathLike, export_dir: str | os.PathLike,
+              config: MobileBertConfig | None = None, vocab_file: str | None = None,
+              do_lower_case: bool = True, overwrite: bool = False) -> None:
+    """An mbert_lib checkpoint (directory or prefix) -> a Hugging Face directory."""
+    from mbert_lib.convert.tf2 import load_pretrainer, tf1_arrays_from_pretrainer
+
+    model = load_pretrainer(checkpoint, config)
+    write_hf_directory(model.config, tf1_arrays_from_pretrainer(model), export_dir,
+                       vocab_file, do_lower_case, overwrite)
