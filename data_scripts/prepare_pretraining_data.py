@@ -39,7 +39,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--short-seq-prob", type=float, default=0.1)
     p.add_argument("--dupe-factor", type=int, default=10,
                    help="passes over the training text, each with new masks")
-    p.add_argument("--heldout-fraction", type=float, default=0.05)
+    p.add_argument("--eval-dupe-factor", type=int, default=1,
+                   help="passes over the held-out text (more masks, same text)")
+    p.add_argument("--heldout-fraction", type=float, default=0.05,
+                   help="share of the words held out, as whole documents")
     p.add_argument("--seed", type=int, default=12345)
     return p
 
@@ -54,7 +57,8 @@ def main(argv=None) -> int:
             do_lower_case=not args.no_lower_case, seq_length=args.seq_length,
             max_predictions_per_seq=args.max_predictions_per_seq,
             masked_lm_prob=args.masked_lm_prob, short_seq_prob=args.short_seq_prob,
-            dupe_factor=args.dupe_factor, heldout_fraction=args.heldout_fraction,
+            dupe_factor=args.dupe_factor, eval_dupe_factor=args.eval_dupe_factor,
+            heldout_fraction=args.heldout_fraction,
             seed=args.seed)
     except (DataError, FileNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)

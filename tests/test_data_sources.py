@@ -178,11 +178,13 @@ def test_checksum_mismatch_warns_but_loads(data_dir):
 
 
 def test_heldout_split_is_whole_documents_by_content():
-    documents = [[f"document {i} sentence {j} ." for j in range(3)] for i in range(40)]
+    documents = [[f"document {i} sentence {j} ." for j in range(1 + i % 5)] for i in range(40)]
     train, held = split_heldout(documents, 0.1)
-    assert len(held) == 4 and len(train) == 36
     assert sorted(map(tuple, train + held)) == sorted(map(tuple, documents))
+    total, held_words = (sum(len(s.split()) for d in docs for s in d) for docs in (documents, held))
+    assert 0.1 <= held_words / total < 0.1 + 20 / total, "just past 10% of the words"
     assert split_heldout(list(reversed(documents)), 0.1)[1] == list(reversed(held)), \
         "the choice depends on the documents, not their order"
+    assert len(split_heldout(documents[:4], 0.9)[0]) == 2, "two documents stay for training"
     with pytest.raises(DataError, match="too small"):
         split_heldout(documents[:3], 0.5)

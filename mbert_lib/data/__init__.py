@@ -19,7 +19,8 @@ directory is known, else builtin). Modules, one idea each:
     glue            SST-2 (sentence, label) pairs
     builtin_corpus  the offline default corpus
     corpus          one `Corpus` from any source; held-out documents
-    tokenizer       WordPiece: train, load a BERT vocab.txt, save beside a checkpoint
+    tokenizer       WordPiece: tokenize, load a BERT vocab.txt, save beside a checkpoint
+    wordpiece_trainer  learning a vocabulary (deterministically) with `tokenizers`
     examples        BERT's MLM + NSP example creation (static masking)
     tfrecord        examples on disk, the cache manifest
     pipeline        the tf.data pipeline and the model-compatibility check
@@ -37,7 +38,8 @@ from mbert_lib.data.prepare import PreparedData, prepare_pretraining_data
 from mbert_lib.data.text import format_documents, parse_documents, split_sentences
 from mbert_lib.data.tfrecord import read_manifest, read_tfrecord, write_tfrecord
 from mbert_lib.data.tokenizer import (SPECIAL_TOKENS, WordPieceTokenizer, load_tokenizer,
-                                      save_tokenizer, train_wordpiece)
+                                      save_tokenizer)
+from mbert_lib.data.wordpiece_trainer import train_wordpiece
 
 __all__ = [
     "builtin_documents", "load_builtin_corpus",

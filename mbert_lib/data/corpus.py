@@ -154,19 +154,26 @@ def split_heldout(documents: Sequence[Document], fraction: float = 0.05
                   ) -> tuple[list[Document], list[Document]]:
     """(train, heldout): whole documents, chosen by content hash, order kept.
 
-    The `max(2, round(fraction * n))` documents with the smallest sha256 are
-    held out: the choice depends on nothing but the documents themselves.
-    Both parts keep at least two documents (NSP needs another document to
-    draw a random segment from).
+    Documents are taken in order of their sha256 until the held-out part has
+    `fraction` of the corpus's words (documents differ a lot in length, so
+    counting documents would not say how much text is held out). The choice
+    depends on nothing but the documents themselves. Both parts keep at
+    least two documents (NSP draws a random segment from another document).
     """
     if not 0.0 < fraction < 1.0:
         raise DataError(f"heldout_fraction must be in (0, 1), got {fraction}")
     n = len(documents)
-    k = max(2, round(fraction * n))
-    if n - k < 2:
-        raise DataError(f"a corpus of {n} documents is too small to hold out {k} of them "
-                        "and keep at least two for training")
+    if n < 4:
+        raise DataError(f"a corpus of {n} documents is too small to hold out whole documents "
+                        "and keep at least two on each side")
+    words = [count_words([d]) for d in documents]
+    budget = fraction * sum(words)
     ranked = sorted(range(n), key=lambda i: (document_sha256(documents[i]), i))
-    held = set(ranked[:k])
+    held, taken = set(), 0
+    for i in ranked:
+        if len(held) >= 2 and (taken >= budget or len(held) == n - 2):
+            break
+        held.add(i)
+        taken += words[i]
     return ([d for i, d in enumerate(documents) if i not in held],
             [d for i, d in enumerate(documents) if i in held])

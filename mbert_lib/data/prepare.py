@@ -34,8 +34,8 @@ from mbert_lib.data.examples import (ExampleConfig, create_examples, example_sta
 from mbert_lib.data.provenance import sha256_bytes
 from mbert_lib.data.text import format_documents, parse_documents
 from mbert_lib.data.tfrecord import build_examples_cache
-from mbert_lib.data.tokenizer import (WordPieceTokenizer, load_tokenizer, save_tokenizer,
-                                      train_wordpiece)
+from mbert_lib.data.tokenizer import WordPieceTokenizer, load_tokenizer, save_tokenizer
+from mbert_lib.data.wordpiece_trainer import TRAINER_VERSION, train_wordpiece
 from mbert_lib.runtime import REPO_ROOT
 
 DEFAULT_DATA_ROOT = REPO_ROOT / "data"
@@ -74,7 +74,7 @@ def _tokenizer_stage(directory: Path, train_text: str, vocab_file, vocab_size: i
     key = {"train_text_sha256": sha256_bytes(train_text.encode("utf-8")),
            "vocab_size": vocab_size, "do_lower_case": do_lower_case,
            "min_frequency": TOKENIZER_MIN_FREQUENCY, "limit_alphabet": TOKENIZER_LIMIT_ALPHABET,
-           "tokenizers_version": tokenizers.__version__}
+           "trainer_version": TRAINER_VERSION, "tokenizers_version": tokenizers.__version__}
     record = directory / "training.json"
     if record.is_file() and json.loads(record.read_text(encoding="utf-8")) == key:
         return load_tokenizer(directory), True
@@ -158,7 +158,8 @@ def prepare_pretraining_data(
     examples_dir = output_dir / "examples"
     manifest, reused["examples"] = build_examples_cache(examples_dir, key, make_examples)
     seconds["examples"] = time.perf_counter() - start
-    for split, stats in manifest["statistics"].items():
+    for split in ("train", "eval"):
+        stats = manifest["statistics"][split]
         size = (examples_dir / manifest["files"][split]).stat().st_size
         log(f"{split}: {stats['examples']:,} examples, {stats['tokens']:,} tokens "
             f"({stats['tokens'] / stats['examples'] / seq_length:.1%} of the slots filled), "

@@ -1,4 +1,4 @@
-"""WordPiece tokenization (BERT's), trained with `tokenizers` or read from a vocab.txt.
+"""WordPiece tokenization (BERT's) over a vocabulary trained here or read from a vocab.txt.
 
 `WordPieceTokenizer` wraps a `tokenizers.Tokenizer` built from a vocabulary
 list, so a freshly trained vocabulary and one read from a released BERT
@@ -8,12 +8,7 @@ when `do_lower_case`), BERT pre-tokenization (whitespace and punctuation),
 greedy longest-match WordPiece with "##" continuations, [UNK] for a word
 that cannot be spelled.
 
-Trained vocabularies put the special tokens first, [PAD]=0, [UNK]=1,
-[CLS]=2, [SEP]=3, [MASK]=4, then the learned tokens in sorted order (the
-order inside `tokenizers` depends on hash-map iteration, which changes from
-process to process; a WordPiece vocabulary's order carries no meaning), then
-"[unusedN]" fillers (as in BERT's vocab) if the corpus is too small to fill
-`vocab_size`, so the vocabulary always has exactly the size asked for.
+Training lives in `wordpiece_trainer.py`.
 
 Beside a checkpoint: `vocab.txt` + `tokenizer_config.json` ({"do_lower_case":
 ..., "tokenizer_class": "BertTokenizer", ...}, the Hugging Face names).
@@ -28,7 +23,7 @@ from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
 import tokenizers
-from tokenizers import decoders, models, normalizers, pre_tokenizers, trainers
+from tokenizers import decoders, models, normalizers, pre_tokenizers
 
 from mbert_lib import atomic
 from mbert_lib.data.errors import DataError
@@ -118,37 +113,6 @@ class WordPieceTokenizer:
     def __repr__(self) -> str:
         return (f"WordPieceTokenizer(vocab_size={self.vocab_size}, "
                 f"do_lower_case={self.do_lower_case})")
-
-
-def train_wordpiece(texts: Iterable[str], vocab_size: int = 8192, do_lower_case: bool = True,
-                    min_frequency: int = 2, limit_alphabet: int = 1000) -> WordPieceTokenizer:
-    """Learns a WordPiece vocabulary of exactly `vocab_size` tokens from `texts`.
-
-    Special-token strings inside the text (e.g. "[UNK]" standing for an
-    unknown word) are removed before training, so they do not teach the
-    vocabulary pieces like "unk".
-    """
-    if vocab_size < len(SPECIAL_TOKENS) + 1:
-        raise DataError(f"vocab_size must be > {len(SPECIAL_TOKENS)}, got {vocab_size}")
-    model = tokenizers.Tokenizer(models.WordPiece(unk_token=UNK))
-    model.normalizer = normalizers.BertNormalizer(lowercase=do_lower_case, strip_accents=None)
-    model.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    trainer = trainers.WordPieceTrainer(
-        vocab_size=vocab_size, min_frequency=min_frequency, limit_alphabet=limit_alphabet,
-        special_tokens=list(SPECIAL_TOKENS), continuing_subword_prefix="##",
-        show_progress=False)
-
-    def cleaned():
-        for text in texts:
-            for token in SPECIAL_TOKENS:
-                text = text.replace(token, " ")
-            yield text
-
-    model.train_from_iterator(cleaned(), trainer)
-    learned = sorted(t for t in model.get_vocab() if t not in SPECIAL_TOKENS)
-    vocab = list(SPECIAL_TOKENS) + learned[:vocab_size - len(SPECIAL_TOKENS)]
-    vocab += [f"[unused{i}]" for i in range(vocab_size - len(vocab))]
-    return WordPieceTokenizer(vocab, do_lower_case, source="trained vocabulary")
 
 
 def read_vocab_file(path: str | os.PathLike) -> list[str]:
