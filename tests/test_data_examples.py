@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from mbert_lib.data.errors import DataError
-from mbert_lib.data.examples import ExampleConfig, create_examples, example_statistics
+from mbert_lib.data.examples import (ExampleConfig, create_examples, example_statistics,
+                                     original_tokens)
 from mbert_lib.data.tokenizer import SPECIAL_TOKENS, WordPieceTokenizer
 
 NUM_DOCS, SPECIAL = 60, len(SPECIAL_TOKENS)
@@ -48,7 +49,7 @@ def generated():
 
 
 def _originals(examples):
-    """input_word_ids with the masked positions restored to their original ids."""
+    """input_word_ids with the masked positions restored, row by row (a second code path)."""
     tokens = examples["input_word_ids"].copy()
     for r in range(len(tokens)):
         w = examples["masked_lm_weights"][r] > 0
@@ -94,11 +95,14 @@ def test_masking_rate_is_15_percent_of_maskable_tokens(generated):
     maskable = int((~np.isin(tokens, list(tok.special_ids)) & (ex["input_mask"] == 1)).sum())
     predictions = int(ex["masked_lm_weights"].sum())
     assert _within(predictions, config.masked_lm_prob, maskable), predictions / maskable
+    stats = example_statistics(ex, tok)
+    assert (stats["maskable"], stats["predictions"]) == (maskable, predictions)
+    np.testing.assert_array_equal(original_tokens(ex), tokens)
 
 
 def test_80_10_10_split(generated):
     _, _, tok, _, ex = generated
-    stats = example_statistics(ex, tok.mask_id)
+    stats = example_statistics(ex, tok)
     n, replacements = stats["predictions"], tok.vocab_size - SPECIAL
     # A random replacement draws the original token with probability 1 / replacements.
     assert _within(stats["replaced_by_mask"], 0.8, n)

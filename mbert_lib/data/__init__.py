@@ -31,7 +31,7 @@ from mbert_lib.data.builtin_corpus import builtin_documents, load_builtin_corpus
 from mbert_lib.data.corpus import Corpus, load_pretraining_corpus, resolve_data_dir, split_heldout
 from mbert_lib.data.errors import DataError
 from mbert_lib.data.examples import (FEATURES, ExampleConfig, create_examples,
-                                     example_statistics, tokenize_documents)
+                                     example_statistics, original_tokens, tokenize_documents)
 from mbert_lib.data.glue import load_sst2, read_sst2_tsv
 from mbert_lib.data.pipeline import check_model_compatibility, make_pretraining_dataset
 from mbert_lib.data.prepare import PreparedData, prepare_pretraining_data
@@ -45,7 +45,8 @@ __all__ = [
     "builtin_documents", "load_builtin_corpus",
     "Corpus", "load_pretraining_corpus", "resolve_data_dir", "split_heldout",
     "DataError",
-    "FEATURES", "ExampleConfig", "create_examples", "example_statistics", "tokenize_documents",
+    "FEATURES", "ExampleConfig", "create_examples", "example_statistics", "original_tokens",
+    "tokenize_documents",
     "load_sst2", "read_sst2_tsv",
     "check_model_compatibility", "make_pretraining_dataset",
     "PreparedData", "prepare_pretraining_data",

@@ -235,22 +235,34 @@ def _to_arrays(rows: list, T: int, P: int) -> dict[str, np.ndarray]:
     return out
 
 
-def example_statistics(examples: dict[str, np.ndarray], mask_id: int) -> dict[str, float]:
+def original_tokens(examples: dict[str, np.ndarray]) -> np.ndarray:
+    """input_word_ids [n, T] with the MLM targets put back at their positions."""
+    tokens = examples["input_word_ids"].copy()
+    rows, slots = np.nonzero(examples["masked_lm_weights"] > 0)                # [M], [M]
+    positions = examples["masked_lm_positions"][rows, slots]
+    tokens[rows, positions] = examples["masked_lm_ids"][rows, slots]
+    return tokens
+
+
+def example_statistics(examples: dict[str, np.ndarray], tokenizer) -> dict[str, int]:
     """Counts behind the masking and NSP rates, computed from the arrays alone.
 
+    maskable: real tokens that are not special ([CLS], [SEP], [UNK], ...).
     A random replacement that happens to draw the original token counts as
-    "kept" here (probability 1/number of non-special tokens).
+    "kept" here (probability 1 / number of non-special tokens).
     """
-    weights = examples["masked_lm_weights"] > 0                        # [n, P]
-    rows = np.nonzero(weights)[0]
-    positions = examples["masked_lm_positions"][weights]
-    inputs = examples["input_word_ids"][rows, positions]
-    labels = examples["masked_lm_ids"][weights]
-    n_masked = int(weights.sum())
+    weights = examples["masked_lm_weights"] > 0                                 # [n, P]
+    rows, slots = np.nonzero(weights)
+    inputs = examples["input_word_ids"][rows, examples["masked_lm_positions"][rows, slots]]
+    labels = examples["masked_lm_ids"][rows, slots]
+    mask_id = tokenizer.mask_id
+    maskable = (examples["input_mask"] == 1) & ~np.isin(original_tokens(examples),
+                                                         list(tokenizer.special_ids))
     return {
         "examples": int(len(examples["next_sentence_labels"])),
         "tokens": int(examples["input_mask"].sum()),
-        "predictions": n_masked,
+        "maskable": int(maskable.sum()),
+        "predictions": int(weights.sum()),
         "replaced_by_mask": int((inputs == mask_id).sum()),
         "kept": int(((inputs == labels) & (inputs != mask_id)).sum()),
         "replaced_by_random": int(((inputs != labels) & (inputs != mask_id)).sum()),

@@ -151,7 +151,7 @@ def prepare_pretraining_data(
         extra = {"corpus": corpus.name, "seq_length": seq_length,
                  "max_predictions_per_seq": max_predictions_per_seq,
                  "vocab_size": tokenizer.vocab_size, "do_lower_case": tokenizer.do_lower_case,
-                 "statistics": {s: example_statistics(a, tokenizer.mask_id)
+                 "statistics": {s: example_statistics(a, tokenizer)
                                 for s, a in splits.items()}}
         return splits, extra
 
@@ -163,7 +163,7 @@ def prepare_pretraining_data(
         size = (examples_dir / manifest["files"][split]).stat().st_size
         log(f"{split}: {stats['examples']:,} examples, {stats['tokens']:,} tokens "
             f"({stats['tokens'] / stats['examples'] / seq_length:.1%} of the slots filled), "
-            f"{stats['predictions'] / stats['tokens']:.1%} predicted, "
+            f"{stats['predictions'] / stats['maskable']:.1%} of the maskable tokens predicted, "
             f"NSP random {stats['random_next'] / stats['examples']:.1%}, "
             f"{size / 1e6:.1f} MB ({'reused' if reused['examples'] else 'written'})")
     log("seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in seconds.items()))

@@ -26,7 +26,7 @@ from mbert_lib.data.examples import FEATURES
 
 MANIFEST = "manifest.json"
 SPLIT_FILES = {"train": "train.tfrecord", "eval": "eval.tfrecord"}
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # bump when the files or the manifest change
 
 
 def write_tfrecord(path: str | os.PathLike, examples: dict[str, np.ndarray]) -> int:
