@@ -13,7 +13,7 @@ Packing (per document, `dupe_factor` passes over the corpus):
     document, label 1, and the unused sentences go back to be read again;
     else B is the rest of the chunk, label 0. A chunk of a single sentence
     has no "rest": BERT then always takes a random B, which tilts the labels
-    (56% random on our WikiText + SST-2 corpus); here that sentence is cut at
+    (53.7% random on our WikiText-2 + SST-2 corpus); here that sentence is cut at
     a random token instead (BERT's segments are spans of text, not
     linguistic sentences), so the labels stay 50/50 in expectation;
   * the longer segment is truncated (front or back, at random) until
@@ -26,8 +26,8 @@ gives each text several different masks):
     [UNK] either (an unknown word has nothing to recover). The stochastic
     rounding makes the expected count exactly masked_lm_prob * C; BERT's
     max(1, round(masked_lm_prob * len(tokens))) counts the 3 special
-    positions and rounds up 18.75 to 19 on every full 128-token sequence
-    (15.2%), and forces one prediction into the shortest ones;
+    positions too (19 targets among the 125 maskable tokens of a full
+    128-token sequence: 15.2%) and forces one into the shortest ones;
   * each chosen token becomes [MASK] with probability 0.8, a random
     non-special token with 0.1, stays itself with 0.1.
 
