@@ -1,0 +1,98 @@
+"""The prepare step end to end on a fixture directory: outputs, stage reuse, no leaks."""
+
+import numpy as np
+import pytest
+
+from mbert_lib.data import (load_tokenizer, make_pretraining_dataset, parse_documents,
+                            prepare_pretraining_data, read_manifest)
+from mbert_lib.data.errors import DataError
+
+WORDS = ("river castle engine storm garden letter silver market winter bridge harbor forest "
+         "signal window orange copper ladder island meadow").split()
+# The fixtures borrow the real files' names, so their checksums differ from the published ones.
+pytestmark = pytest.mark.filterwarnings("ignore:.*differs from the published:UserWarning")
+OPTIONS = dict(vocab_size=120, seq_length=32, max_predictions_per_seq=5, dupe_factor=2,
+               heldout_fraction=0.2, progress=False)
+
+
+@pytest.fixture
+def data_dir(tmp_path):
+    rng = np.random.default_rng(0)
+
+    def sentence():
+        return " ".join(rng.choice(WORDS, rng.integers(4, 12))).capitalize() + " ."
+
+    articles = []
+    for a in range(20):
+        paragraphs = [" ".join(sentence() for _ in range(4)) for _ in range(3)]
+        articles.append(f" = Article {a} = \n \n " + " \n \n = = Part = = \n \n ".join(paragraphs))
+    (tmp_path / "wikitext-2").mkdir()
+    (tmp_path / "wikitext-2" / "valid.txt").write_text("\n".join(articles[:10]), encoding="utf-8")
+    (tmp_path / "wikitext-2" / "test.txt").write_text("\n".join(articles[10:]), encoding="utf-8")
+    sst2 = tmp_path / "SST-2"
+    sst2.mkdir()
+    train = [f"{sentence()}\t{i % 2}" for i in range(150)] + ["a dev sentence .\t1"]
+    (sst2 / "train.tsv").write_text("sentence\tlabel\n" + "\n".join(train) + "\n")
+    (sst2 / "dev.tsv").write_text("sentence\tlabel\nA dev  sentence .\t1\n")
+    return tmp_path
+
+
+def test_prepare_writes_every_stage_and_reuses_them(data_dir, tmp_path):
+    out, lines = tmp_path / "prepared", []
+    first = prepare_pretraining_data("local", data_dir, out, log=lines.append, **OPTIONS)
+    assert first.reused == {"corpus": False, "tokenizer": False, "examples": False}
+    printed = "\n".join(lines)
+    assert "valid.txt" in printed and "sha256" in printed and "(MISMATCH)" in printed
+    assert "1 dropped because they occur in dev/test" in printed
+
+    train = parse_documents((out / "corpus" / "train.txt").read_text())
+    held = parse_documents((out / "corpus" / "heldout.txt").read_text())
+    held_words, all_words = (sum(len(s.split()) for d in docs for s in d)
+                             for docs in (held, train + held))
+    assert 0.2 <= held_words / all_words < 0.4
+    assert not {tuple(d) for d in held} & {tuple(d) for d in train}
+    for name in ("train.txt", "heldout.txt"):
+        assert "dev sentence" not in (out / "corpus" / name).read_text()
+
+    tokenizer = load_tokenizer(first.tokenizer_dir)
+    manifest = read_manifest(first.examples_dir)
+    assert tokenizer.vocab_size == 120 == manifest["vocab_size"]
+    assert manifest["seq_length"] == 32
+    assert manifest["counts"]["train"] > 0 and manifest["counts"]["eval"] > 0
+    assert manifest["key"]["tokenizer_sha256"] == tokenizer.sha256
+    batch = next(iter(make_pretraining_dataset(first.examples_dir, 4)))
+    assert batch["input_word_ids"].shape == (4, 32)
+    assert int(batch["input_word_ids"].numpy().max()) < 120
+
+    again = prepare_pretraining_data("local", data_dir, out, log=lines.append, **OPTIONS)
+    assert again.reused == {"corpus": True, "tokenizer": True, "examples": True}
+    assert again.manifest == first.manifest
+
+    longer = prepare_pretraining_data("local", data_dir, out, log=lines.append,
+                                      **{**OPTIONS, "seq_length": 48})
+    assert longer.reused == {"corpus": True, "tokenizer": True, "examples": False}
+    assert read_manifest(out / "examples")["seq_length"] == 48
+
+
+def test_prepare_script_runs_and_reports_errors(data_dir, tmp_path, capsys):
+    from data_scripts.prepare_pretraining_data import main
+
+    args = ["--data-dir", str(data_dir), "--output-dir", str(tmp_path / "p"), "--vocab-size",
+            "100", "--seq-length", "32", "--max-predictions-per-seq", "5", "--dupe-factor", "1",
+            "--heldout-fraction", "0.2"]
+    assert main(args) == 0
+    assert "eval:" in capsys.readouterr().out
+    assert main(["--data-dir", str(tmp_path / "missing")]) == 2
+    assert "missing does not exist" in capsys.readouterr().err
+
+
+def test_prepare_with_a_given_vocab_file(data_dir, tmp_path):
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "."] + WORDS
+    (tmp_path / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    prepared = prepare_pretraining_data("local", data_dir, tmp_path / "p", include_sst2=False,
+                                        vocab_file=tmp_path / "vocab.txt", log=lambda _: None,
+                                        **OPTIONS)
+    assert load_tokenizer(prepared.tokenizer_dir).vocab == tuple(vocab)
+    with pytest.raises(DataError, match="heldout_fraction"):
+        prepare_pretraining_data("local", data_dir, tmp_path / "q", log=lambda _: None,
+                                 **{**OPTIONS, "heldout_fraction": 0.0})
