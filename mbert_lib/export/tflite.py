@@ -81,15 +81,15 @@ def make_converter(function, precision: str,
 
 
 _OP_PATTERNS = (
-    re.compile(r"'(tfl?\.[A-Za-z0-9_]+)' op"),              # MLIR: 'tf.Erf' op is neither ...
+    re.compile(r"'(tfl?\.[A-Za-z0-9_]+)' op"),              # 'tf.Erf' op is neither a custom op ...
     re.compile(r"\b(tf\.[A-Z][A-Za-z0-9]*)\("),             # Details: tf.Erf(tensor<...>)
     re.compile(r"op: '?([A-Z][A-Z0-9_]+)'?"),               # Quantization not yet supported for op: 'X'
-    re.compile(r"Flex ops: ([A-Za-z0-9_, ]+)"),             # Flex ops: FlexErf, FlexFoo
 )
+_SELECT_OPS = re.compile(r"(?:Flex|TF Select) ops: ([A-Za-z0-9_, ]+)")  # TF Select ops: Erf, Foo
 
 
 def blocking_ops(error: BaseException) -> list[str]:
-    """Names of the ops a converter error blames, sorted, without duplicates.
+    """Names of the ops a converter error blames ('tf.Erf', 'GELU', ...), sorted, unique.
 
     Uses the structured `errors` of a ConverterError where the converter filled
     them in, and the op names in its message otherwise.
@@ -101,14 +101,26 @@ def blocking_ops(error: BaseException) -> list[str]:
             names.add(name)
     message = str(error)
     for pattern in _OP_PATTERNS:
-        for match in pattern.findall(message):
-            names.update(n.strip() for n in match.split(",") if n.strip())
+        names.update(pattern.findall(message))
+    for match in _SELECT_OPS.findall(message):
+        names.update("tf." + n.strip().removeprefix("Flex") for n in match.split(",") if n.strip())
     return sorted(names)
 
 
-def _short(message: str, limit: int = 600) -> str:
-    lines = [line.strip() for line in message.splitlines() if line.strip()]
-    text = " / ".join(lines)
+def _short(message: str, limit: int = 400) -> str:
+    """The converter's error lines without the MLIR call-site trace."""
+    kept = []
+    for line in message.splitlines():
+        if "error:" in line:
+            line = line.rsplit("error:", 1)[1]
+        elif not re.search(r"ops?: |not supported|[Qq]uantiz", line):
+            continue
+        line = line.strip()
+        if line and line not in kept:
+            kept.append(line)
+    if not kept and message.strip():
+        kept = [message.strip().splitlines()[0]]
+    text = " / ".join(kept)
     return text if len(text) <= limit else text[:limit] + " ..."
 
 
@@ -120,7 +132,12 @@ def convert(model, precision: str, seq_length: int = 128, batch_size: int = 1,
     converter cannot produce it.
     """
     function = serving_function(model, seq_length, batch_size)
-    converter = make_converter(function, precision, representative_dataset, model)
+    # The converter saves `trackable` as a SavedModel first. A plain tf.Module
+    # owning just the weights saves in a moment; the Keras model itself would
+    # be re-traced layer by layer for its own SavedModel format.
+    weights = tf.Module()
+    weights.variables_list = list(model.weights)
+    converter = make_converter(function, precision, representative_dataset, weights)
     try:
         return converter.convert()
     except Exception as e:  # ConverterError, or RuntimeError from the calibrator
