@@ -22,6 +22,10 @@ def add_arguments(parser) -> None:
                              "activation ranges; real sentences, not the evaluation set")
     parser.add_argument("--calibration_limit", type=int, default=200,
                         help="int8 only: at most this many calibration examples")
+    parser.add_argument("--int8_mask_penalty", default="20",
+                        help="int8 only: attention masks padded keys with scores*m - c*(1-m), "
+                             "c = this (int8 cannot hold the model's -1e9); 'none' keeps -1e9; "
+                             "default: %(default)s")
     parser.add_argument("--random_calibration", action="store_true",
                         help="int8 only: calibrate on random token ids (smoke tests only: "
                              "ranges from random ids do not match real text)")
@@ -41,6 +45,14 @@ def run(args) -> int:
         raise CommandError(f"--seq_length {args.seq_length} exceeds max_position_embeddings "
                            f"= {config.max_position_embeddings} of {args.config}")
     dataset = None
+    if args.int8_mask_penalty.lower() == "none":
+        penalty = None
+    else:
+        try:
+            penalty = float(args.int8_mask_penalty)
+        except ValueError:
+            raise CommandError(f"--int8_mask_penalty must be a number or 'none', "
+                               f"got {args.int8_mask_penalty!r}") from None
     if args.precision == "int8":
         if args.calibration:
             with np.load(args.calibration) as data:
@@ -59,7 +71,7 @@ def run(args) -> int:
         dataset = representative.representative_dataset(features, args.calibration_limit)
     model = checkpoint.load_model(args.checkpoint, config, args.model, args.seq_length)
     size = tflite.export_tflite(model, args.output, args.precision, args.seq_length,
-                                representative_dataset=dataset)
+                                representative_dataset=dataset, int8_mask_penalty=penalty)
     print(f"wrote {args.output}: {args.model}, {args.precision}, seq_length {args.seq_length}, "
           f"{size / 1e6:.2f} MB")
     return 0

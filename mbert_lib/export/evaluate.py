@@ -11,11 +11,12 @@ largest logit difference from Keras.
 from __future__ import annotations
 
 import os
-from typing import Mapping, Sequence
+from typing import Mapping, Optional, Sequence
 
 import numpy as np
 
 from mbert_lib.export import tflite
+from mbert_lib.export.inference import DEFAULT_MASK_PENALTY
 from mbert_lib.export.interpreter import TFLiteModel
 from mbert_lib.export.representative import check_features, representative_dataset
 from mbert_lib.models import INPUT_NAMES
@@ -43,7 +44,8 @@ def evaluate_precisions(model, features: Mapping[str, np.ndarray], labels: np.nd
                         calibration: Mapping[str, np.ndarray], workdir: str | os.PathLike,
                         precisions: Sequence[str] = tflite.PRECISIONS,
                         num_threads: int = 2, calibration_limit: int = 200,
-                        name: str = "model") -> list[dict]:
+                        name: str = "model",
+                        int8_mask_penalty: Optional[float] = DEFAULT_MASK_PENALTY) -> list[dict]:
     """One record per precision: accuracy through the interpreter vs Keras.
 
     features / labels: the labeled evaluation set ([n, T] arrays, [n] ints).
@@ -51,7 +53,8 @@ def evaluate_precisions(model, features: Mapping[str, np.ndarray], labels: np.nd
     not the evaluation set). The .tflite files are written to
     `workdir/{name}_{precision}.tflite`. A precision the converter cannot
     produce gets a record with `error` set (naming the blocking ops) and no
-    accuracy, so one failure does not hide the other rows.
+    accuracy, so one failure does not hide the other rows. int8_mask_penalty:
+    see `tflite.convert` (None exports int8 with the model's own -1e9 mask).
 
     Record fields: precision, accuracy, keras_accuracy, max_abs_logit_diff,
     agreement (fraction of predictions equal to Keras'), size_bytes, path, error.
@@ -69,7 +72,8 @@ def evaluate_precisions(model, features: Mapping[str, np.ndarray], labels: np.nd
         try:
             record["size_bytes"] = tflite.export_tflite(
                 model, path, precision, seq_length,
-                representative_dataset=representative_dataset(calibration, calibration_limit))
+                representative_dataset=representative_dataset(calibration, calibration_limit),
+                int8_mask_penalty=int8_mask_penalty)
         except tflite.UnsupportedPrecisionError as e:
             record["error"] = str(e)
             records.append(record)

@@ -8,7 +8,8 @@ Precisions, all post-training (no retraining):
     float16       float16 weights, dequantized to float32 at load: ≈2× smaller.
     int8          full integer: int8 weights and activations, activation ranges
                   calibrated on a representative set of inputs
-                  (`representative.representative_dataset`).
+                  (`representative.representative_dataset`); attention uses
+                  the bounded mask of `inference` (int8 cannot hold -1e9).
 
 The exported graph has a fixed shape [batch_size, seq_length] (batch 1,
 seq 128 by default, as on a phone): positions, masks and shapes are then
@@ -27,6 +28,7 @@ from typing import Callable, Iterable, Optional
 import tensorflow as tf
 
 from mbert_lib import atomic
+from mbert_lib.export import inference
 from mbert_lib.models import INPUT_NAMES, Classifier
 
 PRECISIONS = ("fp32", "dynamic_int8", "float16", "int8")
@@ -43,11 +45,19 @@ class UnsupportedPrecisionError(ValueError):
                          f"Converter said: {detail}")
 
 
-def serving_function(model, seq_length: int = 128, batch_size: int = 1):
-    """The inference graph as a concrete function of fixed shape [batch_size, seq_length]."""
+def serving_function(model, seq_length: int = 128, batch_size: int = 1,
+                     mask_penalty: Optional[float] = None):
+    """The inference graph as a concrete function of fixed shape [batch_size, seq_length].
+
+    mask_penalty: None for the model's own forward (exact); a number c for
+    the bounded attention mask of `inference.model_forward` (int8).
+    """
     spec = {name: tf.TensorSpec([batch_size, seq_length], tf.int32, name=name)
             for name in INPUT_NAMES}
-    if isinstance(model, Classifier):
+    if mask_penalty is not None:
+        def serve(inputs):
+            return inference.model_forward(model, inputs, mask_penalty)
+    elif isinstance(model, Classifier):
         def serve(inputs):
             return {"logits": model(inputs, training=False)["logits"]}         # [B, C]
     else:
@@ -125,13 +135,18 @@ def _short(message: str, limit: int = 400) -> str:
 
 
 def convert(model, precision: str, seq_length: int = 128, batch_size: int = 1,
-            representative_dataset: Optional[Callable[[], Iterable]] = None) -> bytes:
+            representative_dataset: Optional[Callable[[], Iterable]] = None,
+            int8_mask_penalty: Optional[float] = inference.DEFAULT_MASK_PENALTY) -> bytes:
     """The model as a TFLite flatbuffer at `precision`.
 
+    int8_mask_penalty: for precision int8 only, the bounded attention mask
+    of `inference` (None keeps the model's -1e9 mask, which int8 cannot
+    represent: attention over real tokens turns uniform).
     Raises UnsupportedPrecisionError (naming the blocking ops) when the
     converter cannot produce it.
     """
-    function = serving_function(model, seq_length, batch_size)
+    penalty = int8_mask_penalty if precision == "int8" else None
+    function = serving_function(model, seq_length, batch_size, penalty)
     # The converter saves `trackable` as a SavedModel first. A plain tf.Module
     # owning just the weights saves in a moment; the Keras model itself would
     # be re-traced layer by layer for its own SavedModel format.
@@ -146,9 +161,11 @@ def convert(model, precision: str, seq_length: int = 128, batch_size: int = 1,
 
 def export_tflite(model, path: str | os.PathLike, precision: str, seq_length: int = 128,
                   batch_size: int = 1,
-                  representative_dataset: Optional[Callable[[], Iterable]] = None) -> int:
-    """Converts and writes `path` atomically; returns its size in bytes."""
-    flatbuffer = convert(model, precision, seq_length, batch_size, representative_dataset)
+                  representative_dataset: Optional[Callable[[], Iterable]] = None,
+                  int8_mask_penalty: Optional[float] = inference.DEFAULT_MASK_PENALTY) -> int:
+    """Converts (see `convert`) and writes `path` atomically; returns its size in bytes."""
+    flatbuffer = convert(model, precision, seq_length, batch_size, representative_dataset,
+                         int8_mask_penalty)
     with atomic.atomic_path(path) as tmp:
         with open(tmp, "wb") as f:
             f.write(flatbuffer)
