@@ -36,19 +36,21 @@ def test_expand_models():
 
 def _record(model, precision, threads, ms, size, norm="no_norm", act="relu"):
     return {"model": model, "normalization_type": norm, "hidden_act": act,
-            "precision": precision, "threads": threads, "median_ms": ms, "size_bytes": size}
+            "precision": precision, "threads": threads, "median_ms": ms, "min_ms": ms / 2,
+            "size_bytes": size}
 
 
 def test_summary_ratios():
     records = [
         _record("bert_base", "fp32", 2, 300.0, 430, "layer_norm", "gelu"),
         _record("bert_base", "dynamic_int8", 2, 150.0, 110, "layer_norm", "gelu"),
-        _record("mobilebert", "fp32", 2, 60.0, 100),
+        {**_record("mobilebert", "fp32", 2, 60.0, 100), "min_ms": 40.0},
         _record("mobilebert", "dynamic_int8", 2, 50.0, 25),
         _record("mobilebert", "fp32", 2, 20.0, 100, "layer_norm", "relu"),  # not the model itself
     ]
     (row,) = tflite_latency.summarize(records)
     assert row["latency_ratio_fp32"] == pytest.approx(5.0)
+    assert row["latency_ratio_fp32_min"] == pytest.approx(150.0 / 40.0)
     assert row["fastest_precision"] == "dynamic_int8"
     assert row["fastest_speedup"] == pytest.approx(6.0)
     assert row["size_ratio_fp32"] == pytest.approx(4.3)
