@@ -1,0 +1,77 @@
+"""`python -m mbert_lib export tflite`: a checkpoint to a .tflite file at one precision."""
+
+HELP = ("convert a checkpoint (tf.train.Checkpoint(model=...)) to TFLite at "
+        "fp32 / dynamic_int8 / float16 / int8")
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--checkpoint", required=True,
+                        help="checkpoint prefix, or a directory (its latest checkpoint), written "
+                             "as tf.train.Checkpoint(model=model)")
+    parser.add_argument("--config", required=True, help="bert_config.json of the model")
+    parser.add_argument("--precision", required=True,
+                        choices=("fp32", "dynamic_int8", "float16", "int8"))
+    parser.add_argument("--seq_length", type=int, default=128, help="fixed sequence length T")
+    parser.add_argument("--output", required=True, help="the .tflite file to write")
+    parser.add_argument("--model", choices=("encoder", "classifier"), default="encoder",
+                        help="export the encoder (sequence_output, pooled_output) or the "
+                             "classifier (logits); default: encoder")
+    parser.add_argument("--calibration", default=None,
+                        help="int8 only: an .npz of tokenized examples (input_word_ids, "
+                             "input_mask, input_type_ids, each [n, seq_length]) to calibrate "
+                             "activation ranges; real sentences, not the evaluation set")
+    parser.add_argument("--calibration_limit", type=int, default=200,
+                        help="int8 only: at most this many calibration examples")
+    parser.add_argument("--int8_mask_penalty", default="20",
+                        help="int8 only: attention masks padded keys with scores*m - c*(1-m), "
+                             "c = this (int8 cannot hold the model's -1e9); 'none' keeps -1e9; "
+                             "default: %(default)s")
+    parser.add_argument("--random_calibration", action="store_true",
+                        help="int8 only: calibrate on random token ids (smoke tests only: "
+                             "ranges from random ids do not match real text)")
+
+
+def run(args) -> int:
+    import numpy as np
+
+    from mbert_lib.cli import CommandError
+    from mbert_lib.config import MobileBertConfig
+    from mbert_lib.export import checkpoint, representative, tflite
+
+    if args.seq_length < 1:
+        raise CommandError(f"--seq_length must be positive, got {args.seq_length}")
+    config = MobileBertConfig.from_json_file(args.config)
+    if args.seq_length > config.max_position_embeddings:
+        raise CommandError(f"--seq_length {args.seq_length} exceeds max_position_embeddings "
+                           f"= {config.max_position_embeddings} of {args.config}")
+    dataset = None
+    if args.int8_mask_penalty.lower() == "none":
+        penalty = None
+    else:
+        try:
+            penalty = float(args.int8_mask_penalty)
+        except ValueError:
+            raise CommandError(f"--int8_mask_penalty must be a number or 'none', "
+                               f"got {args.int8_mask_penalty!r}") from None
+    if args.precision == "int8":
+        if args.calibration:
+            with np.load(args.calibration) as data:
+                features = {name: data[name] for name in data.files}
+            try:
+                representative.check_features(features, args.seq_length)
+            except ValueError as e:
+                raise CommandError(f"--calibration {args.calibration}: {e}") from None
+        elif args.random_calibration:
+            features = representative.random_features(
+                args.calibration_limit, args.seq_length, config.vocab_size,
+                config.type_vocab_size)
+        else:
+            raise CommandError("--precision int8 needs --calibration FILE.npz "
+                               "(or --random_calibration for a smoke test)")
+        dataset = representative.representative_dataset(features, args.calibration_limit)
+    model = checkpoint.load_model(args.checkpoint, config, args.model, args.seq_length)
+    size = tflite.export_tflite(model, args.output, args.precision, args.seq_length,
+                                representative_dataset=dataset, int8_mask_penalty=penalty)
+    print(f"wrote {args.output}: {args.model}, {args.precision}, seq_length {args.seq_length}, "
+          f"{size / 1e6:.2f} MB")
+    return 0

@@ -1,0 +1,172 @@
+"""Conversion to TFLite (LiteRT) flatbuffers, by precision (paper section 4.6, Table 6).
+
+Precisions, all post-training (no retraining):
+
+    fp32          float32 weights and activations: the reference, equal to Keras.
+    dynamic_int8  int8 weights (per channel), float activations; matmuls
+                  quantize activations on the fly. ≈4× smaller.
+    float16       float16 weights, dequantized to float32 at load: ≈2× smaller.
+    int8          full integer: int8 weights and activations, activation ranges
+                  calibrated on a representative set of inputs
+                  (`representative.representative_dataset`); attention uses
+                  the bounded mask of `inference` (int8 cannot hold -1e9).
+
+The exported graph has a fixed shape [batch_size, seq_length] (batch 1,
+seq 128 by default, as on a phone): positions, masks and shapes are then
+constants the converter folds. Inputs are the three int32 tensors
+`input_word_ids`, `input_mask`, `input_type_ids`; outputs are
+`sequence_output` [B, T, H] and `pooled_output` [B, H] for an encoder,
+`logits` [B, C] for a classifier.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Callable, Iterable, Optional
+
+import tensorflow as tf
+
+from mbert_lib import atomic
+from mbert_lib.export import inference
+from mbert_lib.models import INPUT_NAMES, Classifier
+
+PRECISIONS = ("fp32", "dynamic_int8", "float16", "int8")
+
+
+class UnsupportedPrecisionError(ValueError):
+    """The converter could not produce `precision`; `ops` names the ops that block it."""
+
+    def __init__(self, precision: str, ops: list[str], detail: str):
+        self.precision = precision
+        self.ops = ops
+        blocking = ", ".join(ops) if ops else "no op named by the converter"
+        super().__init__(f"cannot export precision {precision!r}: blocked by {blocking}. "
+                         f"Converter said: {detail}")
+
+
+def serving_function(model, seq_length: int = 128, batch_size: int = 1,
+                     mask_penalty: Optional[float] = None):
+    """The inference graph as a concrete function of fixed shape [batch_size, seq_length].
+
+    mask_penalty: None for the model's own forward (exact); a number c for
+    the bounded attention mask of `inference.model_forward` (int8).
+    """
+    spec = {name: tf.TensorSpec([batch_size, seq_length], tf.int32, name=name)
+            for name in INPUT_NAMES}
+    if mask_penalty is not None:
+        def serve(inputs):
+            return inference.model_forward(model, inputs, mask_penalty)
+    elif isinstance(model, Classifier):
+        def serve(inputs):
+            return {"logits": model(inputs, training=False)["logits"]}         # [B, C]
+    else:
+        def serve(inputs):
+            outputs = model(inputs, training=False)
+            return {"sequence_output": outputs["sequence_output"],              # [B, T, H]
+                    "pooled_output": outputs["pooled_output"]}                  # [B, H]
+    return tf.function(serve, input_signature=[spec]).get_concrete_function()
+
+
+def make_converter(function, precision: str,
+                   representative_dataset: Optional[Callable[[], Iterable]] = None,
+                   trackable=None) -> tf.lite.TFLiteConverter:
+    """A TFLiteConverter for a concrete function, set up for `precision`."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+    converter = tf.lite.TFLiteConverter.from_concrete_functions([function], trackable)
+    if precision != "fp32":
+        converter.optimizations = [tf.lite.Optimize.DEFAULT]
+    if precision == "float16":
+        converter.target_spec.supported_types = [tf.float16]
+    if precision == "int8":
+        if representative_dataset is None:
+            raise ValueError("precision 'int8' needs a representative_dataset to calibrate "
+                             "activation ranges (see mbert_lib.export.representative)")
+        converter.representative_dataset = representative_dataset
+        # Integer kernels only: an op without one fails the conversion instead of
+        # silently staying in float.
+        converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+    return converter
+
+
+_OP_PATTERNS = (
+    re.compile(r"'(tfl?\.[A-Za-z0-9_]+)' op"),              # 'tf.Erf' op is neither a custom op ...
+    re.compile(r"\b(tf\.[A-Z][A-Za-z0-9]*)\("),             # Details: tf.Erf(tensor<...>)
+    re.compile(r"op: '?([A-Z][A-Z0-9_]+)'?"),               # Quantization not yet supported for op: 'X'
+)
+_SELECT_OPS = re.compile(r"(?:Flex|TF Select) ops: ([A-Za-z0-9_, ]+)")  # TF Select ops: Erf, Foo
+
+
+def blocking_ops(error: BaseException) -> list[str]:
+    """Names of the ops a converter error blames ('tf.Erf', 'GELU', ...), sorted, unique.
+
+    Uses the structured `errors` of a ConverterError where the converter filled
+    them in, and the op names in its message otherwise.
+    """
+    names = set()
+    for data in getattr(error, "errors", None) or []:
+        name = getattr(getattr(data, "operator", None), "name", "")
+        if name:
+            names.add(name)
+    message = str(error)
+    for pattern in _OP_PATTERNS:
+        names.update(pattern.findall(message))
+    for match in _SELECT_OPS.findall(message):
+        names.update("tf." + n.strip().removeprefix("Flex") for n in match.split(",") if n.strip())
+    return sorted(names)
+
+
+def _short(message: str, limit: int = 400) -> str:
+    """The converter's error lines without the MLIR call-site trace."""
+    kept = []
+    for line in message.splitlines():
+        if "error:" in line:
+            line = line.rsplit("error:", 1)[1]
+        elif not re.search(r"ops?: |not supported|[Qq]uantiz", line):
+            continue
+        line = line.strip()
+        if line and line not in kept:
+            kept.append(line)
+    if not kept and message.strip():
+        kept = [message.strip().splitlines()[0]]
+    text = " / ".join(kept)
+    return text if len(text) <= limit else text[:limit] + " ..."
+
+
+def convert(model, precision: str, seq_length: int = 128, batch_size: int = 1,
+            representative_dataset: Optional[Callable[[], Iterable]] = None,
+            int8_mask_penalty: Optional[float] = inference.DEFAULT_MASK_PENALTY) -> bytes:
+    """The model as a TFLite flatbuffer at `precision`.
+
+    int8_mask_penalty: for precision int8 only, the bounded attention mask
+    of `inference` (None keeps the model's -1e9 mask, which int8 cannot
+    represent: attention over real tokens turns uniform).
+    Raises UnsupportedPrecisionError (naming the blocking ops) when the
+    converter cannot produce it.
+    """
+    penalty = int8_mask_penalty if precision == "int8" else None
+    function = serving_function(model, seq_length, batch_size, penalty)
+    # The converter saves `trackable` as a SavedModel first. A plain tf.Module
+    # owning just the weights saves in a moment; the Keras model itself would
+    # be re-traced layer by layer for its own SavedModel format.
+    weights = tf.Module()
+    weights.variables_list = list(model.weights)
+    converter = make_converter(function, precision, representative_dataset, weights)
+    try:
+        return converter.convert()
+    except Exception as e:  # ConverterError, or RuntimeError from the calibrator
+        raise UnsupportedPrecisionError(precision, blocking_ops(e), _short(str(e))) from e
+
+
+def export_tflite(model, path: str | os.PathLike, precision: str, seq_length: int = 128,
+                  batch_size: int = 1,
+                  representative_dataset: Optional[Callable[[], Iterable]] = None,
+                  int8_mask_penalty: Optional[float] = inference.DEFAULT_MASK_PENALTY) -> int:
+    """Converts (see `convert`) and writes `path` atomically; returns its size in bytes."""
+    flatbuffer = convert(model, precision, seq_length, batch_size, representative_dataset,
+                         int8_mask_penalty)
+    with atomic.atomic_path(path) as tmp:
+        with open(tmp, "wb") as f:
+            f.write(flatbuffer)
+    return len(flatbuffer)
