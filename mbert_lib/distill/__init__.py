@@ -1,0 +1,1 @@
+"""Knowledge transfer from the IB-BERT teacher to MobileBERT (paper section 4)."""
