@@ -1,9 +1,9 @@
 """Start the student from the teacher: copy the embedding and the MLM head by role.
 
-Teacher and student share the token table, the trigram projection, the
-position and type tables, the embedding norm's γ and β and the MLM head
-(paper section 4.1: "the embedding and the classifier ... are copied from
-the teacher and not transferred"). Each weight is copied from the variable
+Teacher and student have the same embedding and MLM classifier shapes, so
+the student starts with the teacher's token table, trigram projection,
+position and type tables, embedding norm γ and β, and MLM head; layer-wise
+transfer then trains only the blocks (paper section 3.6, paraphrased). Each weight is copied from the variable
 with the same role, never by position: tf-models copies with
 get_weights()/set_weights(), and because its NoNorm creates (β, γ) while
 LayerNormalization creates (γ, β), the student's embedding γ and β arrive

@@ -1,4 +1,4 @@
-"""Knowledge-transfer losses of MobileBERT (paper section 4.1 and 4.2).
+"""Knowledge-transfer losses of MobileBERT (paper section 3.5).
 
 Shapes: B batch, T tokens, H inter-block width, N heads, P masked
 predictions, V vocabulary. `mask` is the input mask [B, T] (1 = real token);
