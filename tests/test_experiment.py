@@ -6,8 +6,15 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mbert_lib.experiment import (PretrainExperiment, apply_overrides, changed_keys,
-                                  load_experiment, parse_overrides, save_experiment, to_dict)
+from mbert_lib.experiment import (
+    PretrainExperiment,
+    apply_overrides,
+    changed_keys,
+    load_experiment,
+    parse_overrides,
+    save_yaml,
+    to_dict,
+)
 
 EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
 
@@ -135,7 +142,7 @@ def test_save_and_load_round_trip(tmp_path):
     exp = apply_overrides(load_experiment(EXPERIMENTS / "pretrain_ibbert_large.yaml"),
                           "trainer.train_steps=12,trainer.learning_rate.warmup_steps=2,"
                           "model.overrides.num_hidden_layers=2")
-    save_experiment(exp, tmp_path / "saved.yaml")
+    save_yaml(exp, tmp_path / "saved.yaml")
     again = load_experiment(tmp_path / "saved.yaml")
     assert again == exp
     assert to_dict(again) == to_dict(exp)

@@ -1,4 +1,4 @@
-"""`python -m mbert_lib pretrain` in a fresh process: trains, exports, resumes, refuses bad input."""
+"""`python -m mbert_lib pretrain`: trains, exports and resumes in fresh processes; bad input."""
 
 import json
 import os

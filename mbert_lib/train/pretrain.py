@@ -21,11 +21,16 @@ from typing import Callable, Optional
 import tensorflow as tf
 import tf_keras
 
-from mbert_lib.experiment import PretrainExperiment, changed_keys, from_dict, save_experiment
+from mbert_lib.experiment import PretrainExperiment, changed_keys, from_dict, save_yaml
 from mbert_lib.models import build_pretrainer
 from mbert_lib.optim import create_optimizer
-from mbert_lib.train.checkpointing import (RunCheckpoint, is_chief, read_done, worker_directory,
-                                           write_done)
+from mbert_lib.train.checkpointing import (
+    RunCheckpoint,
+    is_chief,
+    read_done,
+    worker_directory,
+    write_done,
+)
 from mbert_lib.train.export import export_pretrainer
 from mbert_lib.train.loop import make_evaluator, make_train_step, run_loop
 from mbert_lib.train.objectives import BATCH_KEYS, PretrainingObjective
@@ -74,7 +79,7 @@ def _record_experiment(experiment: PretrainExperiment, model_dir: str, log) -> N
                              "Use another --model_dir.")
         if changed:
             log(f"note: continuing {model_dir} with changed settings: {changed}")
-    save_experiment(experiment, path)
+    save_yaml(experiment, path)
 
 
 def run_pretraining(experiment: PretrainExperiment, model_dir: str | os.PathLike,

@@ -9,10 +9,10 @@ Each example is a sentence pair of counting sequences over the word ids
 
 so a masked token is its left neighbour + 1 and "is B next?" compares the
 segments' boundary tokens: a model can learn both objectives in a few
-hundred steps, which is what a smoke test needs. About 15% of the word positions (at most P) are replaced
-by [MASK] (always [MASK]; BERT's 80/10/10 rule lives in the real data
-pipeline). Lengths vary between T/2 and T so padding and masks are
-exercised. Built from tf ops with stateless randomness keyed by
+hundred steps, which is what a smoke test needs. About 15% of the word
+positions (at most P) are replaced by [MASK] (always [MASK]; BERT's 80/10/10
+rule lives in the real data pipeline). Lengths vary between T/2 and T so
+padding and masks are exercised. Built from tf ops with stateless randomness keyed by
 (seed, example index): deterministic, and its iterators are checkpointable.
 
 The batches follow the pre-training dataset contract:
