@@ -17,12 +17,12 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     from mbert_lib.experiment import load_experiment, to_yaml
-    from mbert_lib.train.checkpointing import read_done
+    from mbert_lib.train.checkpointing import is_done, read_done
 
     experiment = load_experiment(args.config_file, args.params_override or None)
-    done = read_done(args.model_dir)
-    if done is not None and int(done.get("train_steps", -1)) >= experiment.trainer.train_steps:
-        print(f"already done: {args.model_dir} finished {done['train_steps']} steps "
+    if is_done(args.model_dir, experiment.trainer.train_steps):
+        print(f"already done: {args.model_dir} finished "
+              f"{read_done(args.model_dir)['train_steps']} steps "
               f"(asked for {experiment.trainer.train_steps}); nothing to do")
         return 0
     print(f"# experiment: {args.config_file}"

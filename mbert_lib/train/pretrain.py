@@ -27,6 +27,7 @@ from mbert_lib.optim import create_optimizer
 from mbert_lib.train.checkpointing import (
     RunCheckpoint,
     is_chief,
+    is_done,
     read_done,
     worker_directory,
     write_done,
@@ -88,8 +89,8 @@ def run_pretraining(experiment: PretrainExperiment, model_dir: str | os.PathLike
     """Trains (or resumes, or skips a finished run); returns the done record with eval metrics."""
     model_dir = os.fspath(model_dir)
     trainer, runtime = experiment.trainer, experiment.runtime
-    done = read_done(model_dir)
-    if done is not None and int(done.get("train_steps", -1)) >= trainer.train_steps:
+    if is_done(model_dir, trainer.train_steps):
+        done = read_done(model_dir)
         log(f"already done: {model_dir} finished {done['train_steps']} steps "
             f"(asked for {trainer.train_steps}); nothing to do")
         return done
