@@ -1,0 +1,31 @@
+"""`python -m mbert_lib bench pretrain`: pre-training step throughput, with and without XLA."""
+
+HELP = "measure pre-training (MLM + NSP) steps/s and tokens/s, jit_compile off vs on"
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--preset", default="tiny_teacher", help="model preset")
+    parser.add_argument("--seq_length", type=int, default=128)
+    parser.add_argument("--batch_size", type=int, default=32)
+    parser.add_argument("--max_predictions_per_seq", type=int, default=20)
+    parser.add_argument("--repeats", type=int, default=50, help="timed steps per variant")
+    parser.add_argument("--warmup", type=int, default=5, help="untimed steps per variant")
+    parser.add_argument("--mixed_precision", default="float32", choices=["float32", "bfloat16"])
+    parser.add_argument("--json", help="write the records to this JSON file")
+
+
+def run(args) -> int:
+    from mbert_lib.bench.pretrain import pretrain_step_throughput
+    from mbert_lib.bench.timing import write_json
+    from mbert_lib.config import get_preset
+
+    records = pretrain_step_throughput(
+        get_preset(args.preset), args.seq_length, args.batch_size,
+        args.max_predictions_per_seq, args.repeats, args.warmup, args.mixed_precision)
+    for r in records:
+        r["preset"] = args.preset
+        print(f"{args.preset} {r['variant']:<18} {r['median_step_ms']:8.1f} ms/step  "
+              f"{r['steps_per_second']:6.2f} steps/s  {r['tokens_per_second']:9,.0f} tokens/s")
+    if args.json:
+        write_json(records, args.json)
+    return 0

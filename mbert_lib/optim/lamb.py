@@ -1,0 +1,150 @@
+"""LAMB: layer-wise adaptive moments for large-batch training (You et al., 2019).
+
+For one variable x (a "layer" in the paper's sense) with gradient g at update
+t = 1, 2, ... (Algorithm 2 of arXiv 1904.00962):
+
+    m_t = β₁ m_{t−1} + (1 − β₁) g_t                  first moment
+    v_t = β₂ v_{t−1} + (1 − β₂) g_t²                 second moment
+    m̂_t = m_t / (1 − β₁ᵗ),  v̂_t = v_t / (1 − β₂ᵗ)    bias correction
+    r_t = m̂_t / (√v̂_t + ε)                          Adam direction
+    u_t = r_t + λ x_t                                decoupled weight decay
+    x_{t+1} = x_t − η_t · ‖x_t‖ / ‖u_t‖ · u_t         layer-wise trust ratio
+
+The trust ratio ‖x‖ / ‖u‖ is replaced by 1 when either norm is 0 (a freshly
+zero-initialised bias, or a zero update). Variables whose names match
+`exclude_from_weight_decay` get λ = 0, and those matching
+`exclude_from_layer_adaptation` (by default the same patterns) get trust
+ratio 1, i.e. a plain Adam step: norm scales/shifts and biases, as in the
+original MobileBERT code. Names are matched with `re.search` on the
+variable's name without the ":0" suffix, e.g.
+"pretrainer/mobile_bert_encoder/layer_0/attention_norm/gamma".
+
+Gradient clipping by global norm (BERT's `clip_by_global_norm(grads, 1.0)`)
+is the base class's `global_clipnorm`; Keras' `clipnorm` would clip each
+variable on its own, which is not what BERT does.
+
+The original MobileBERT (TF1) LAMB omits the bias correction;
+`bias_correction=False` reproduces it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Sequence
+
+import tensorflow as tf
+import tf_keras
+
+# NoNorm / LayerNorm scales and shifts (…/gamma, …/beta) and every bias
+# (…/bias, the MLM head's …/output_bias).
+DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY = (r"/gamma$", r"/beta$", r"bias$")
+
+
+def variable_name(variable) -> str:
+    """The variable's name without the ":0" output suffix."""
+    return re.sub(r":\d+$", "", variable.name)
+
+
+def _matches(name: str, patterns: Sequence[str]) -> bool:
+    return any(re.search(p, name) for p in patterns)
+
+
+@tf_keras.utils.register_keras_serializable(package="mbert_lib")
+class Lamb(tf_keras.optimizers.Optimizer):
+    """LAMB with decoupled weight decay and a per-variable trust ratio.
+
+    Args:
+        learning_rate: a float or a `LearningRateSchedule` (η_t).
+        weight_decay_rate: λ, applied to variables not matching
+            `exclude_from_weight_decay`.
+        beta_1, beta_2, epsilon: Adam's β₁, β₂, ε.
+        exclude_from_weight_decay: regex patterns of variable names with λ = 0.
+        exclude_from_layer_adaptation: regex patterns of variable names with
+            trust ratio 1; None means the weight-decay patterns.
+        bias_correction: divide the moments by (1 − βᵗ) (the paper: True).
+        global_clipnorm: clip all gradients together to this global norm.
+    """
+
+    def __init__(self, learning_rate=1e-3, weight_decay_rate: float = 0.01,
+                 beta_1: float = 0.9, beta_2: float = 0.999, epsilon: float = 1e-6,
+                 exclude_from_weight_decay: Sequence[str] = DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY,
+                 exclude_from_layer_adaptation: Sequence[str] | None = None,
+                 bias_correction: bool = True, global_clipnorm: float | None = None,
+                 name: str = "Lamb", **kwargs):
+        # weight_decay=None: the base class would decay weights AdamW-style,
+        # outside the trust ratio; LAMB decays inside it (u_t above).
+        super().__init__(name=name, weight_decay=None, global_clipnorm=global_clipnorm,
+                         jit_compile=False, **kwargs)
+        for field, value in [("beta_1", beta_1), ("beta_2", beta_2)]:
+            if not 0.0 <= value < 1.0:
+                raise ValueError(f"{field} must be in [0, 1), got {value}")
+        if weight_decay_rate < 0 or epsilon < 0:
+            raise ValueError(f"weight_decay_rate and epsilon must be >= 0, got "
+                             f"{weight_decay_rate} and {epsilon}")
+        self._learning_rate = self._build_learning_rate(learning_rate)
+        self.weight_decay_rate = float(weight_decay_rate)
+        self.beta_1 = float(beta_1)
+        self.beta_2 = float(beta_2)
+        self.epsilon = float(epsilon)
+        self.exclude_from_weight_decay_patterns = tuple(exclude_from_weight_decay)
+        self.exclude_from_layer_adaptation_patterns = tuple(
+            self.exclude_from_weight_decay_patterns if exclude_from_layer_adaptation is None
+            else exclude_from_layer_adaptation)
+        self.bias_correction = bool(bias_correction)
+
+    def uses_weight_decay(self, variable) -> bool:
+        """λ > 0 for this variable (its name matches no exclusion pattern)."""
+        return (self.weight_decay_rate > 0
+                and not _matches(variable_name(variable),
+                                 self.exclude_from_weight_decay_patterns))
+
+    def uses_layer_adaptation(self, variable) -> bool:
+        """The trust ratio applies to this variable."""
+        return not _matches(variable_name(variable), self.exclude_from_layer_adaptation_patterns)
+
+    def build(self, var_list):
+        super().build(var_list)
+        if getattr(self, "_built", False):
+            return
+        self._built = True
+        self._momentums = [self.add_variable_from_reference(v, "m") for v in var_list]
+        self._velocities = [self.add_variable_from_reference(v, "v") for v in var_list]
+
+    def update_step(self, gradient, variable):
+        dtype = variable.dtype
+        index = self._index_dict[self._var_key(variable)]
+        m, v = self._momentums[index], self._velocities[index]
+        gradient = tf.convert_to_tensor(gradient)  # sparse (embedding) gradients densified
+        lr = tf.cast(self.learning_rate, dtype)
+        beta_1, beta_2 = tf.cast(self.beta_1, dtype), tf.cast(self.beta_2, dtype)
+
+        m.assign(beta_1 * m + (1 - beta_1) * gradient)                # m_t
+        v.assign(beta_2 * v + (1 - beta_2) * tf.square(gradient))     # v_t
+        m_hat, v_hat = m, v
+        if self.bias_correction:
+            t = tf.cast(self.iterations + 1, dtype)
+            m_hat = m / (1 - tf.pow(beta_1, t))                        # m̂_t
+            v_hat = v / (1 - tf.pow(beta_2, t))                        # v̂_t
+        update = m_hat / (tf.sqrt(v_hat) + self.epsilon)              # r_t
+        if self.uses_weight_decay(variable):
+            update += tf.cast(self.weight_decay_rate, dtype) * variable  # u_t = r_t + λ x_t
+        ratio = tf.constant(1.0, dtype)
+        if self.uses_layer_adaptation(variable):
+            w_norm, u_norm = tf.norm(variable), tf.norm(update)
+            ratio = tf.where(w_norm > 0,                              # ‖x_t‖ / ‖u_t‖
+                             tf.where(u_norm > 0, w_norm / u_norm, 1.0), 1.0)
+        variable.assign_sub(lr * ratio * update)                      # x_{t+1}
+
+    def get_config(self):
+        config = super().get_config()
+        config.pop("weight_decay", None)
+        config.pop("jit_compile", None)
+        config.update({
+            "learning_rate": self._serialize_hyperparameter(self._learning_rate),
+            "weight_decay_rate": self.weight_decay_rate,
+            "beta_1": self.beta_1, "beta_2": self.beta_2, "epsilon": self.epsilon,
+            "exclude_from_weight_decay": list(self.exclude_from_weight_decay_patterns),
+            "exclude_from_layer_adaptation": list(self.exclude_from_layer_adaptation_patterns),
+            "bias_correction": self.bias_correction,
+        })
+        return config

@@ -1,0 +1,107 @@
+"""Resumable runs: a CheckpointManager over everything a run needs, and a "done" marker.
+
+A run's checkpoint holds the model, the optimizer (its slots and iteration
+count), the step counter and the training-data iterator (tf.data iterators
+are checkpointable): restoring it continues at the same step, with the same
+optimizer state, on the next batch the killed run would have seen. (Dropout
+masks are the one thing not replayed: tf_keras draws them from a global
+random state that checkpoints do not hold.)
+
+A finished run writes `training_done.json` last, after its final export;
+a run that finds it (for at least as many steps) does nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Optional
+
+import tensorflow as tf
+
+from mbert_lib import atomic
+
+DONE_FILE = "training_done.json"
+
+
+class RunCheckpoint:
+    """tf.train.Checkpoint of `objects` (name=trackable) + a CheckpointManager in `directory`."""
+
+    def __init__(self, directory: str | os.PathLike, max_to_keep: int = 3, **objects):
+        self.directory = os.fspath(directory)
+        self.checkpoint = tf.train.Checkpoint(**objects)
+        self.manager = tf.train.CheckpointManager(self.checkpoint, self.directory,
+                                                  max_to_keep=max_to_keep)
+
+    @property
+    def latest(self) -> Optional[str]:
+        return self.manager.latest_checkpoint
+
+    def restore_latest(self) -> Optional[str]:
+        """Restores the newest checkpoint, if any; its path, or None for a fresh run.
+
+        Every object given to the constructor must be fully built (optimizer
+        slots created) so that a checkpoint of a different model fails here,
+        naming what did not match, instead of silently restoring part of it.
+        """
+        path = self.latest
+        if path is None:
+            return None
+        try:
+            self.checkpoint.restore(path).assert_existing_objects_matched()
+        except AssertionError as e:
+            raise ValueError(f"{path} does not match this run's model/optimizer "
+                             f"(a different architecture in the same model_dir?): {e}") from e
+        return path
+
+    def save(self, step: int) -> str:
+        return self.manager.save(checkpoint_number=step)
+
+
+def read_done(model_dir: str | os.PathLike) -> Optional[dict]:
+    """The contents of model_dir's done marker, or None if the run has not finished."""
+    path = os.path.join(os.fspath(model_dir), DONE_FILE)
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as f:
+        try:
+            return json.load(f)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path}: not valid JSON ({e}); delete it to re-export") from e
+
+
+def is_done(model_dir: str | os.PathLike, train_steps: int) -> bool:
+    """True if a run in model_dir finished at least `train_steps` steps."""
+    done = read_done(model_dir)
+    return done is not None and int(done.get("train_steps", -1)) >= train_steps
+
+
+def write_done(model_dir: str | os.PathLike, train_steps: int, **info) -> None:
+    """Marks the run finished (atomically): the last file a run writes."""
+    record = {"train_steps": int(train_steps),
+              "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **info}
+    atomic.write_text(os.path.join(os.fspath(model_dir), DONE_FILE),
+                      json.dumps(record, indent=2, sort_keys=True) + "\n")
+
+
+def is_chief(strategy: tf.distribute.Strategy) -> bool:
+    """True on the worker that writes summaries, exports and the done marker."""
+    resolver = getattr(strategy, "cluster_resolver", None)
+    if resolver is None or not resolver.task_type:
+        return True
+    return resolver.task_type == "chief" or (
+        resolver.task_type == "worker" and resolver.task_id == 0
+        and "chief" not in resolver.cluster_spec().as_dict())
+
+
+def worker_directory(directory: str, strategy: tf.distribute.Strategy) -> str:
+    """`directory` on the chief; a per-worker scratch directory elsewhere.
+
+    Under MultiWorkerMirroredStrategy every worker must take part in saving,
+    but only the chief's files are kept (TensorFlow's documented pattern).
+    """
+    if is_chief(strategy):
+        return directory
+    resolver = strategy.cluster_resolver
+    return os.path.join(directory, f".worker_{resolver.task_type}_{resolver.task_id}")

@@ -1,0 +1,171 @@
+"""The training loop shared by every trainer (pre-training, distillation, fine-tuning).
+
+A trainer supplies an objective (see `mbert_lib.train.objectives` for the
+protocol), the variables to train and an optimizer; this module turns them
+into a distributed, optionally XLA-compiled train step and an evaluator, and
+runs steps with progress, TensorBoard scalars, periodic checkpoints and eval.
+
+One train step on a global batch, under any tf.distribute strategy with R
+replicas:
+    1. each replica counts its denominators (e.g. real MLM predictions);
+       they are summed over replicas, so every replica divides by global counts;
+    2. each replica computes its share of the loss and the gradient of that
+       share (this part is what `jit_compile=True` compiles with XLA);
+    3. gradients are summed over replicas: Σ_r ∇share_r = ∇L, the gradient of
+       the global-batch loss, identical to the one-device gradient;
+    4. the optimizer clips (global norm) and applies them; the global gradient
+       norm before clipping is reported as `grad_norm`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, Optional, Sequence
+
+import tensorflow as tf
+
+from mbert_lib.train.checkpointing import RunCheckpoint
+from mbert_lib.train.progress import Progress, Scalars
+
+SUM = tf.distribute.ReduceOp.SUM
+MEAN = tf.distribute.ReduceOp.MEAN
+
+
+def distribute_batch(strategy: tf.distribute.Strategy, batch):
+    """A global batch split along axis 0 into equal per-replica slices.
+
+    The trainers read global batches from a plain tf.data iterator on the host
+    and split them here, instead of iterating a distributed dataset, because
+    a plain iterator is checkpointable (a `DistributedIterator` is not): the
+    data position survives a restart under every strategy. Under
+    MultiWorkerMirroredStrategy each worker reads the same global batch and
+    keeps its own replicas' slices.
+    """
+    replicas = strategy.num_replicas_in_sync
+    if replicas == 1:
+        return batch
+
+    def replica_slice(context):
+        index = context.replica_id_in_sync_group
+        return tf.nest.map_structure(lambda t: tf.split(t, replicas)[index], batch)
+
+    return strategy.experimental_distribute_values_from_function(replica_slice)
+
+
+def make_train_step(strategy: tf.distribute.Strategy, objective, optimizer,
+                    variables: Sequence[tf.Variable], jit_compile: bool = False
+                    ) -> Callable:
+    """train_step(iterator) -> {"loss", <objective metrics>, "grad_norm", "learning_rate"}.
+
+    `iterator` is a plain (checkpointable) iterator over global batches whose
+    size is a multiple of the number of replicas. The optimizer's variables
+    must exist (`optimizer.build(variables)` under `strategy.scope()`) before
+    the first call.
+    """
+    variables = list(variables)
+
+    def forward_backward(batch, denominators):
+        with tf.GradientTape() as tape:
+            loss, metrics = objective.loss(batch, denominators, training=True)
+        grads = tape.gradient(loss, variables)
+        missing = [v.name for v, g in zip(variables, grads) if g is None]
+        if missing:
+            raise ValueError(f"no gradient reaches these trained variables: {missing}")
+        return loss, metrics, [tf.convert_to_tensor(g) for g in grads]
+
+    if jit_compile:
+        forward_backward = tf.function(forward_backward, jit_compile=True)
+
+    def replica_step(batch):
+        context = tf.distribute.get_replica_context()
+        denominators = context.all_reduce(SUM, objective.denominators(batch))
+        loss, metrics, grads = forward_backward(batch, denominators)
+        grads = context.all_reduce(SUM, grads)              # ∇L = Σ_r ∇share_r
+        grad_norm = tf.linalg.global_norm(grads)
+        optimizer.apply_gradients(zip(grads, variables), skip_gradients_aggregation=True)
+        return {"loss": loss, **metrics}, grad_norm
+
+    @tf.function
+    def train_step(iterator):
+        batch = distribute_batch(strategy, next(iterator))
+        shares, grad_norm = strategy.run(replica_step, args=(batch,))
+        out = {k: strategy.reduce(SUM, v, axis=None) for k, v in shares.items()}
+        out["grad_norm"] = strategy.reduce(MEAN, grad_norm, axis=None)
+        out["learning_rate"] = tf.identity(optimizer.learning_rate)
+        return out
+
+    return train_step
+
+
+def make_evaluator(strategy: tf.distribute.Strategy, objective,
+                   dataset: Optional[tf.data.Dataset], max_steps: Optional[int] = None
+                   ) -> Optional[Callable[[], dict]]:
+    """evaluate() -> objective.eval_metrics over `dataset` (its first `max_steps` batches)."""
+    if dataset is None:
+        return None
+    distributed = strategy.experimental_distribute_dataset(dataset)
+
+    @tf.function
+    def eval_step(batch):
+        sums = strategy.run(objective.eval_sums, args=(batch,))
+        return {k: strategy.reduce(SUM, v, axis=None) for k, v in sums.items()}
+
+    def evaluate() -> dict:
+        totals: dict[str, float] = {}
+        for i, batch in enumerate(distributed):
+            if max_steps is not None and i >= max_steps:
+                break
+            for k, v in eval_step(batch).items():
+                totals[k] = totals.get(k, 0.0) + float(v)
+        if not totals:
+            raise ValueError("the held-out dataset is empty")
+        return objective.eval_metrics(totals)
+
+    return evaluate
+
+
+def run_loop(*, train_step: Callable, iterator, step: tf.Variable, train_steps: int,
+             checkpoint: RunCheckpoint, checkpoint_interval: int, tokens_per_step: int,
+             scalars: Scalars, log_interval: int = 10,
+             evaluate: Optional[Callable[[], dict]] = None, eval_interval: int = 1000,
+             desc: str = "train", show_progress: bool = True,
+             log: Callable[[str], None] = print) -> dict:
+    """Runs train_step until `step` reaches `train_steps`; returns the last eval metrics.
+
+    Saves a checkpoint every `checkpoint_interval` steps and at the end,
+    evaluates every `eval_interval` steps and at the end, writes train
+    scalars every `log_interval` steps (train/) and eval scalars (eval/).
+    A non-finite loss stops the run with an error; the last checkpoint stays.
+    """
+    start = int(step)
+    progress = Progress(train_steps, start, tokens_per_step, desc, disable=not show_progress,
+                        log=log)
+    eval_metrics: dict = {}
+    try:
+        while int(step) < train_steps:
+            values = {k: float(v) for k, v in train_step(iterator).items()}
+            step.assign_add(1)
+            current = int(step)
+            if not math.isfinite(values["loss"]):
+                raise FloatingPointError(
+                    f"loss is {values['loss']} at step {current}; stopping. The last "
+                    f"checkpoint is {checkpoint.latest}")
+            progress.update(values)
+            last = current == train_steps
+            if current % log_interval == 0 or last:
+                rate = progress.tokens_per_second
+                scalars.write("train", current, {
+                    **values, **({"tokens_per_second": rate} if math.isfinite(rate) else {})})
+            if current % checkpoint_interval == 0 or last:
+                checkpoint.save(current)
+                progress.pause()
+            if evaluate is not None and (current % eval_interval == 0 or last):
+                eval_metrics = evaluate()
+                scalars.write("eval", current, eval_metrics)
+                progress.write(f"step {current}: " + ", ".join(
+                    f"{k} {v:.4g}" for k, v in eval_metrics.items()))
+                progress.pause()
+    finally:
+        progress.close()
+        scalars.flush()
+    return eval_metrics

@@ -1,0 +1,92 @@
+"""What a long run shows: a tqdm bar with loss and tokens/s, and TensorBoard scalars.
+
+Throughput is measured between consecutive steps, so the first step after a
+(re)start, which traces and compiles the step function, is left out.
+
+Scalars are written with TensorFlow's own `tf.summary.write` and the
+"scalars" plugin tag, which is what `tf.summary.scalar` writes, without
+needing the `tensorboard` package at training time (only to view the logs:
+`pip install tensorboard; tensorboard --logdir MODEL_DIR/tensorboard`).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Callable, Mapping
+
+import tensorflow as tf
+from tensorflow.core.framework import summary_pb2
+from tqdm.auto import tqdm
+
+_SCALAR_METADATA = summary_pb2.SummaryMetadata(
+    plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars"))
+
+
+class Progress:
+    """A tqdm bar over steps [initial, total) with loss and tokens/s in its postfix.
+
+    tokens/s is averaged over the last (up to) WINDOW timed steps.
+    """
+
+    WINDOW = 20
+
+    def __init__(self, total: int, initial: int, tokens_per_step: int, desc: str = "train",
+                 disable: bool = False, log: Callable[[str], None] = print):
+        self.tokens_per_step = tokens_per_step
+        self.log = log
+        self.bar = tqdm(total=total, initial=initial, desc=desc, unit="step",
+                        dynamic_ncols=True, disable=disable)
+        self._last_time = None
+        self._window_steps, self._window_seconds = 0, 0.0
+        self.tokens_per_second = float("nan")
+
+    def update(self, metrics: Mapping[str, float]) -> None:
+        """Advances one step; `metrics` must hold "loss"."""
+        now = time.perf_counter()
+        if self._last_time is not None:
+            if self._window_steps >= self.WINDOW:
+                self._window_steps, self._window_seconds = 0, 0.0
+            self._window_steps += 1
+            self._window_seconds += now - self._last_time
+            self.tokens_per_second = (self.tokens_per_step * self._window_steps
+                                      / self._window_seconds)
+        self._last_time = now
+        self.bar.set_postfix(loss=f"{metrics['loss']:.4f}",
+                             tok_s=f"{self.tokens_per_second:,.0f}", refresh=False)
+        self.bar.update(1)
+
+    def pause(self) -> None:
+        """Call before a pause (eval, checkpoint) so it is not counted as training time."""
+        self._last_time = None
+
+    def write(self, text: str) -> None:
+        """A message above the bar (or through `log` when the bar is disabled)."""
+        if self.bar.disable:
+            self.log(text)
+        else:
+            self.bar.write(text)
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+class Scalars:
+    """TensorBoard scalar writers, one per subdirectory of `log_dir` (train/, eval/)."""
+
+    def __init__(self, log_dir: str | os.PathLike):
+        self.log_dir = os.fspath(log_dir)
+        self._writers: dict[str, tf.summary.SummaryWriter] = {}
+
+    def write(self, split: str, step: int, values: Mapping[str, float]) -> None:
+        if split not in self._writers:
+            self._writers[split] = tf.summary.create_file_writer(
+                os.path.join(self.log_dir, split))
+        with self._writers[split].as_default(step=step):
+            for name, value in values.items():
+                tf.summary.write(name, tf.constant(value, tf.float32),
+                                 metadata=_SCALAR_METADATA)
+
+    def flush(self) -> None:
+        for writer in self._writers.values():
+            writer.flush()

@@ -1,0 +1,62 @@
+"""Where training runs: a tf.distribute strategy and a precision policy, chosen by name.
+
+    default                 TensorFlow's default strategy: one device, no wrapping
+    one_device              OneDeviceStrategy on `devices[0]` (default: the first GPU, else CPU)
+    mirrored                MirroredStrategy over `devices` (default: all GPUs, else the CPU)
+    multi_worker_mirrored   MultiWorkerMirroredStrategy; the cluster comes from TF_CONFIG
+    tpu                     TPUStrategy on `tpu_address` ("" = the local / Colab TPU)
+
+Mixed precision is tf_keras' global dtype policy: "bfloat16" computes in
+bfloat16 with float32 variables ("mixed_bfloat16"); losses are computed in
+float32 by the objectives. float16 is not offered: it needs loss scaling and
+users report NaNs with MobileBERT's large NoNorm activations (REFERENCE.md §6).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Iterator, Sequence
+
+import tensorflow as tf
+import tf_keras
+
+STRATEGIES = ("default", "one_device", "mirrored", "multi_worker_mirrored", "tpu")
+POLICIES = {"float32": "float32", "bfloat16": "mixed_bfloat16"}
+
+
+def create_strategy(name: str = "default", devices: Sequence[str] | None = None,
+                    tpu_address: str | None = None) -> tf.distribute.Strategy:
+    """The tf.distribute strategy called `name` (see the module docstring)."""
+    if name == "default":
+        return tf.distribute.get_strategy()
+    if name == "one_device":
+        if devices is None:
+            devices = ["/gpu:0"] if tf.config.list_logical_devices("GPU") else ["/cpu:0"]
+        if len(devices) != 1:
+            raise ValueError(f"runtime.devices: one_device needs exactly one device, "
+                             f"got {list(devices)}")
+        return tf.distribute.OneDeviceStrategy(devices[0])
+    if name == "mirrored":
+        return tf.distribute.MirroredStrategy(devices=list(devices) if devices else None)
+    if name == "multi_worker_mirrored":
+        return tf.distribute.MultiWorkerMirroredStrategy()
+    if name == "tpu":
+        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu_address or "")
+        tf.config.experimental_connect_to_cluster(resolver)
+        tf.tpu.experimental.initialize_tpu_system(resolver)
+        return tf.distribute.TPUStrategy(resolver)
+    raise ValueError(f"runtime.distribution_strategy must be one of {list(STRATEGIES)}, "
+                     f"got {name!r}")
+
+
+@contextlib.contextmanager
+def precision_policy(name: str = "float32") -> Iterator[None]:
+    """Sets tf_keras' global dtype policy for models built inside; restores it on exit."""
+    if name not in POLICIES:
+        raise ValueError(f"runtime.mixed_precision must be one of {list(POLICIES)}, got {name!r}")
+    previous = tf_keras.mixed_precision.global_policy()
+    tf_keras.mixed_precision.set_global_policy(POLICIES[name])
+    try:
+        yield
+    finally:
+        tf_keras.mixed_precision.set_global_policy(previous)
