@@ -2,12 +2,12 @@
 
 import numpy as np
 import pytest
+import tensorflow as tf
 import tf_keras
 
 import mbert_lib  # noqa: F401
 from mbert_lib import build_classifier, get_preset
 from mbert_lib.cli import main
-from mbert_lib.export.checkpoint import save_model_checkpoint
 from mbert_lib.export.interpreter import TFLiteModel
 from mbert_lib.export.representative import random_features
 
@@ -21,7 +21,7 @@ def saved(tmp_path_factory):
     root = tmp_path_factory.mktemp("cli")
     tf_keras.utils.set_random_seed(5)
     classifier = build_classifier(CONFIG, num_classes=2, dropout_rate=0.0)
-    save_model_checkpoint(classifier, root / "ckpt" / "ckpt-1")
+    tf.train.Checkpoint(model=classifier).write(str(root / "ckpt" / "ckpt-1"))
     (root / "ckpt" / "checkpoint").write_text(
         'model_checkpoint_path: "ckpt-1"\nall_model_checkpoint_paths: "ckpt-1"\n')
     CONFIG.to_json_file(root / "bert_config.json")
@@ -78,7 +78,7 @@ def test_config_that_does_not_match_the_checkpoint(saved, tmp_path, capsys):
                  "--output", str(tmp_path / "x.tflite")])
     err = capsys.readouterr().err
     assert code == 2
-    assert "ffns/0/intermediate/kernel is [32, 128] in the checkpoint, the config needs [32, 64]" in err
+    assert "ffns/0/intermediate/kernel  found [32, 128], expected [32, 64]" in err
     assert not (tmp_path / "x.tflite").exists()
 
 

@@ -53,8 +53,10 @@ def test_cli_errors_are_one_clear_line(tmp_path, capsys):
     common = ["--config_file", str(SMOKE), "--model_dir", str(tmp_path / "x")]
     status, err = run(*common, "--params_override", "trainer.train_stepz=3")
     assert status == 2 and "error: unknown key 'trainer.train_stepz'" in err
-    status, err = run(*common, "--params_override", "data.source=builtin")
-    assert status == 2 and "data.source 'builtin' is not wired" in err
+    missing = tmp_path / "no_such_data"
+    status, err = run(*common, "--params_override",
+                      f"data.source=local,data.data_dir={missing},data.vocab_size=64")
+    assert status == 2 and str(missing) in err
     assert not (tmp_path / "x").exists()  # nothing written before the data exists
     status, err = run("--config_file", str(tmp_path / "none.yaml"), "--model_dir", str(tmp_path))
     assert status == 2 and "none.yaml" in err

@@ -8,7 +8,7 @@ import tensorflow as tf
 
 from mbert_lib.train import progress
 from mbert_lib.train.checkpointing import DONE_FILE, read_done
-from mbert_lib.train.export import load_pretrainer
+from mbert_lib.checkpoints import load_pretrainer
 from mbert_lib.train.pretrain import run_pretraining
 from mbert_lib.train.pretrain_data import PretrainingData, build_pretraining_datasets
 from tests.train_fixtures import tiny_experiment
@@ -109,7 +109,8 @@ def test_exported_model_must_match_its_config(straight, tmp_path):
     shutil.copytree(straight, copy)
     tiny_experiment().model.build_config().replace(num_hidden_layers=2).to_json_file(
         copy / "bert_config.json")
-    with pytest.raises(ValueError, match="does not match"):
+    with pytest.raises(ValueError, match="do not match the config"):
         load_pretrainer(copy)
-    with pytest.raises(FileNotFoundError, match="no exported model"):
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FileNotFoundError, match="found 0 checkpoint"):
         load_pretrainer(tmp_path / "empty")

@@ -1,14 +1,16 @@
 """`python -m mbert_lib export tflite`: a checkpoint to a .tflite file at one precision."""
 
-HELP = ("convert a checkpoint (tf.train.Checkpoint(model=...)) to TFLite at "
+HELP = ("convert a model directory or checkpoint (mbert_lib.checkpoints) to TFLite at "
         "fp32 / dynamic_int8 / float16 / int8")
 
 
 def add_arguments(parser) -> None:
     parser.add_argument("--checkpoint", required=True,
-                        help="checkpoint prefix, or a directory (its latest checkpoint), written "
-                             "as tf.train.Checkpoint(model=model)")
-    parser.add_argument("--config", required=True, help="bert_config.json of the model")
+                        help="a model directory, a training directory (its latest checkpoint) "
+                             "or a checkpoint prefix (see mbert_lib/checkpoints.py)")
+    parser.add_argument("--config", default=None,
+                        help="bert_config.json of the model (default: the one beside the "
+                             "checkpoint; if both exist they must agree)")
     parser.add_argument("--precision", required=True,
                         choices=("fp32", "dynamic_int8", "float16", "int8"))
     parser.add_argument("--seq_length", type=int, default=128, help="fixed sequence length T")
@@ -36,14 +38,16 @@ def run(args) -> int:
 
     from mbert_lib.cli import CommandError
     from mbert_lib.config import MobileBertConfig
-    from mbert_lib.export import checkpoint, representative, tflite
+    from mbert_lib.checkpoints import load_config, load_model
+    from mbert_lib.export import representative, tflite
 
     if args.seq_length < 1:
         raise CommandError(f"--seq_length must be positive, got {args.seq_length}")
-    config = MobileBertConfig.from_json_file(args.config)
+    config = load_config(args.checkpoint,
+                         MobileBertConfig.from_json_file(args.config) if args.config else None)
     if args.seq_length > config.max_position_embeddings:
         raise CommandError(f"--seq_length {args.seq_length} exceeds max_position_embeddings "
-                           f"= {config.max_position_embeddings} of {args.config}")
+                           f"= {config.max_position_embeddings} of the model's config")
     dataset = None
     if args.int8_mask_penalty.lower() == "none":
         penalty = None
@@ -69,7 +73,7 @@ def run(args) -> int:
             raise CommandError("--precision int8 needs --calibration FILE.npz "
                                "(or --random_calibration for a smoke test)")
         dataset = representative.representative_dataset(features, args.calibration_limit)
-    model = checkpoint.load_model(args.checkpoint, config, args.model, args.seq_length)
+    model = load_model(args.checkpoint, args.model, config)
     size = tflite.export_tflite(model, args.output, args.precision, args.seq_length,
                                 representative_dataset=dataset, int8_mask_penalty=penalty)
     print(f"wrote {args.output}: {args.model}, {args.precision}, seq_length {args.seq_length}, "

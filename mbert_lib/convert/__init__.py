@@ -1,7 +1,7 @@
 """Checkpoint conversion and export: TF1, Hugging Face, mbert_lib TF2, TF-Hub-style SavedModels.
 
-    load_pretrainer(dir) / load_encoder(dir)         an mbert_lib checkpoint directory -> Keras
-    save_pretrainer(model, dir)                      Keras -> an mbert_lib checkpoint directory
+    save_pretrainer(model, dir)                      Keras -> a model directory (mbert_lib.checkpoints,
+                                                     whose load_pretrainer / load_encoder read it back)
     convert_tf1_checkpoint(config, tf1_path, dir)    released TF1 checkpoint -> dir
     convert_hf(hf_dir, dir) / export_hf(dir, hf_dir) Hugging Face layout <-> dir
     export_savedmodel(model, vocab, path)            encoder SavedModel (+ `mlm` sub-object)
@@ -12,16 +12,19 @@ All of them share one name map (names.py), are strict (a missing, unexpected
 or mis-shaped weight stops them, listing every problem) and write atomically.
 """
 
-from mbert_lib.convert.check import CheckpointMismatchError, ConversionReport
+from mbert_lib.checkpoints import (
+    CheckpointMismatchError,
+    load_config,
+    load_encoder,
+    load_pretrainer,
+)
+from mbert_lib.convert.check import ConversionReport
 from mbert_lib.convert.hf import convert_hf, export_hf, read_hf_directory, write_hf_directory
 from mbert_lib.convert.names import Entry, name_map, name_table, random_tf1_arrays
 from mbert_lib.convert.preprocessing import export_preprocessing
 from mbert_lib.convert.savedmodel import export_savedmodel
 from mbert_lib.convert.tf1 import convert_tf1_checkpoint, read_tf1_checkpoint, write_tf1_checkpoint
 from mbert_lib.convert.tf2 import (
-    load_config,
-    load_encoder,
-    load_pretrainer,
     pretrainer_from_tf1_arrays,
     save_pretrainer,
     tf1_arrays_from_pretrainer,

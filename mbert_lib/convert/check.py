@@ -13,40 +13,7 @@ import dataclasses
 import json
 from typing import Callable, Mapping
 
-
-def _shape(s) -> list[int]:
-    return [int(x) for x in s]
-
-
-class CheckpointMismatchError(ValueError):
-    """A checkpoint's variables do not match the config; lists every problem."""
-
-    def __init__(self, source: str, missing: Mapping[str, tuple], unexpected: Mapping[str, tuple],
-                 misshaped: Mapping[str, tuple[tuple, tuple]], note: str = ""):
-        self.source = source
-        self.missing = dict(missing)
-        self.unexpected = dict(unexpected)
-        self.misshaped = dict(misshaped)
-        n = len(self.missing) + len(self.unexpected) + len(self.misshaped)
-        lines = [f"{source}: {n} variable(s) do not match the config"
-                 + (f"; {note}" if note else "")]
-        if self.missing:
-            lines.append(f"  missing ({len(self.missing)}):")
-            lines += [f"    {k}  expected shape {_shape(s)}" for k, s in sorted(self.missing.items())]
-        if self.unexpected:
-            lines.append(f"  unexpected ({len(self.unexpected)}):")
-            lines += [f"    {k}  shape {_shape(s)}" for k, s in sorted(self.unexpected.items())]
-        if self.misshaped:
-            lines.append(f"  wrong shape ({len(self.misshaped)}):")
-            lines += [f"    {k}  found {_shape(f)}, expected {_shape(e)}"
-                      for k, (f, e) in sorted(self.misshaped.items())]
-        if self.misshaped and not (self.missing or self.unexpected):
-            lines.append("  (only shapes differ: does the config describe this checkpoint?)")
-        elif any(k.replace("FakeLayerNorm", "LayerNorm") in self.unexpected
-                 or k.replace("/LayerNorm", "/FakeLayerNorm") in self.unexpected
-                 for k in self.missing):
-            lines.append("  (FakeLayerNorm vs LayerNorm names: check normalization_type)")
-        super().__init__("\n".join(lines))
+from mbert_lib.checkpoints import CheckpointMismatchError
 
 
 @dataclasses.dataclass

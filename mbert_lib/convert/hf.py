@@ -167,7 +167,8 @@ def export_hf(checkpoint: str | os.PathLike, export_dir: str | os.PathLike,
               config: MobileBertConfig | None = None, vocab_file: str | None = None,
               do_lower_case: bool = True, overwrite: bool = False) -> None:
     """An mbert_lib checkpoint (directory or prefix) -> a Hugging Face directory."""
-    from mbert_lib.convert.tf2 import load_pretrainer, tf1_arrays_from_pretrainer
+    from mbert_lib.checkpoints import load_pretrainer
+    from mbert_lib.convert.tf2 import tf1_arrays_from_pretrainer
 
     model = load_pretrainer(checkpoint, config)
     write_hf_directory(model.config, tf1_arrays_from_pretrainer(model), export_dir,

@@ -1,5 +1,4 @@
-"""Exporting trained models: checkpoints in, deployable formats out.
+"""Exporting trained models to deployable formats (TFLite) and checking they still work.
 
-Each exporter is one module (`tflite`, ...); `checkpoint` holds the format
-they all read, `tf.train.Checkpoint(model=model)`.
+Every exporter reads a model directory or checkpoint through mbert_lib.checkpoints.
 """

@@ -48,7 +48,7 @@ def evaluate_precisions(model, features: Mapping[str, np.ndarray], labels: np.nd
                         int8_mask_penalty: Optional[float] = DEFAULT_MASK_PENALTY) -> list[dict]:
     """One record per precision: accuracy through the interpreter vs Keras.
 
-    model: a Classifier, e.g. `checkpoint.load_model(path, config, "classifier")`.
+    model: a Classifier, e.g. `mbert_lib.checkpoints.load_classifier(path)`.
     features / labels: the labeled evaluation set ([n, T] arrays, [n] ints).
     calibration: features for int8 calibration (use training sentences,
     not the evaluation set). The .tflite files are written to

@@ -5,7 +5,6 @@
     progress.py        tqdm progress with tokens/s, TensorBoard scalars
     loop.py            distributed (optionally XLA) train step, evaluator, the loop itself
     objectives.py      MLM + NSP loss and held-out metrics (the objective protocol)
-    export.py          final model: bert_config.json + weights (+ tokenizer files)
     synthetic.py       SYNTHETIC pre-training batches for smoke tests
     pretrain_data.py   build_pretraining_datasets: the trainer's single data entry point
     pretrain.py        run_pretraining

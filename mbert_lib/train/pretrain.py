@@ -6,7 +6,7 @@ describes and leaves in `model_dir`:
     experiment.yaml          the final config of the run
     checkpoints/ckpt-N       model + optimizer + step + data-iterator state (resume)
     tensorboard/{train,eval} loss, mlm/nsp loss, lr, grad norm, tokens/s; eval metrics
-    bert_config.json, model.ckpt.*, tokenizer files   the exported model (export.py)
+    bert_config.json, model.ckpt.*, tokenizer files   the exported model (mbert_lib.checkpoints)
     training_done.json       written last: a finished run is never redone
 
 Killed, it resumes from the last checkpoint at the same step and data
@@ -32,7 +32,7 @@ from mbert_lib.train.checkpointing import (
     worker_directory,
     write_done,
 )
-from mbert_lib.train.export import export_pretrainer
+from mbert_lib.checkpoints import write_model_files
 from mbert_lib.train.loop import make_evaluator, make_train_step, run_loop
 from mbert_lib.train.objectives import BATCH_KEYS, PretrainingObjective
 from mbert_lib.train.pretrain_data import PretrainingData, build_pretraining_datasets
@@ -139,7 +139,7 @@ def run_pretraining(experiment: PretrainExperiment, model_dir: str | os.PathLike
         if not metrics and evaluate is not None:  # resumed at the last step: evaluate anyway
             metrics = evaluate()
     if chief:
-        export_pretrainer(model, model_dir, data.save_tokenizer)
+        write_model_files(model, model_dir, save_tokenizer=data.save_tokenizer)
         write_done(model_dir, trainer.train_steps, eval=metrics)
         log(f"exported the model to {model_dir}")
     return read_done(model_dir) if chief else {"train_steps": trainer.train_steps,

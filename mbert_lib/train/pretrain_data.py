@@ -5,9 +5,9 @@ batched tf.data datasets that follow the contract in
 `mbert_lib.train.synthetic` (the keys and dtypes of `objectives.BATCH_KEYS`),
 plus a hook that writes the tokenizer files beside the exported model.
 
-Served today: `data.source: synthetic` only (SYNTHETIC counting-sequence
-"sentences" for smoke tests). The real sources (builtin, local, hub) come from
-`mbert_lib.data`; they are wired here and nowhere else.
+Sources: `builtin`, `local` and `hub` are real text, prepared (or reused from
+the cache) by `mbert_lib.data.prepare_pretraining_data`; `synthetic` is
+SYNTHETIC counting-sequence "sentences" for smoke tests only.
 """
 
 from __future__ import annotations
@@ -54,7 +54,25 @@ def build_pretraining_datasets(experiment) -> PretrainingData:
             eval=synthetic_pretraining_dataset(
                 num_examples=SYNTHETIC_EVAL_EXAMPLES, batch_size=trainer.eval_batch_size,
                 seed=data.seed + 1, drop_remainder=False, **common))
-    raise ValueError(
-        f"data.source {data.source!r} is not wired into the pre-training trainer yet "
-        "(mbert_lib/train/pretrain_data.py serves only 'synthetic' so far); use "
-        "--params_override data.source=synthetic for a smoke run")
+    return _real_text(experiment)
+
+
+def _real_text(experiment) -> PretrainingData:
+    from mbert_lib.data import (check_model_compatibility, make_pretraining_dataset,
+                                prepare_pretraining_data, save_tokenizer)
+
+    data, trainer = experiment.data, experiment.trainer
+    prepared = prepare_pretraining_data(
+        source=data.source, data_dir=data.data_dir, output_dir=data.cache_dir,
+        vocab_file=data.vocab_file, vocab_size=data.vocab_size, do_lower_case=data.lower_case,
+        seq_length=data.seq_length, max_predictions_per_seq=data.max_predictions_per_seq,
+        masked_lm_prob=data.masked_lm_prob, seed=data.seed)
+    tokenizer = prepared.tokenizer()
+    check_model_compatibility(experiment.model.build_config(), tokenizer=tokenizer,
+                              examples_dir=prepared.examples_dir)
+    return PretrainingData(
+        train=make_pretraining_dataset(prepared.examples_dir, trainer.batch_size,
+                                       split="train", seed=trainer.seed),
+        eval=make_pretraining_dataset(prepared.examples_dir, trainer.eval_batch_size,
+                                      split="eval"),
+        save_tokenizer=lambda directory: save_tokenizer(tokenizer, directory))
