@@ -98,12 +98,14 @@ class DataSection:
     seq_length: int = 128
     max_predictions_per_seq: int = 20
     masked_lm_prob: float = 0.15
+    dupe_factor: int = 10
     cache_dir: Optional[str] = None
     seed: int = 12345
 
     def __post_init__(self):
         _choice(self.source, DATA_SOURCES, "data.source")
-        _positive(self, "vocab_size", "seq_length", "max_predictions_per_seq", prefix="data")
+        _positive(self, "vocab_size", "seq_length", "max_predictions_per_seq", "dupe_factor",
+                  prefix="data")
         check(0 < self.masked_lm_prob < 1, "data.masked_lm_prob", "in (0, 1)",
               self.masked_lm_prob)
         check(self.max_predictions_per_seq <= self.seq_length, "data.max_predictions_per_seq",

@@ -66,7 +66,7 @@ def _real_text(experiment) -> PretrainingData:
         source=data.source, data_dir=data.data_dir, output_dir=data.cache_dir,
         vocab_file=data.vocab_file, vocab_size=data.vocab_size, do_lower_case=data.lower_case,
         seq_length=data.seq_length, max_predictions_per_seq=data.max_predictions_per_seq,
-        masked_lm_prob=data.masked_lm_prob, seed=data.seed)
+        masked_lm_prob=data.masked_lm_prob, dupe_factor=data.dupe_factor, seed=data.seed)
     tokenizer = prepared.tokenizer()
     check_model_compatibility(experiment.model.build_config(), tokenizer=tokenizer,
                               examples_dir=prepared.examples_dir)

@@ -1,0 +1,31 @@
+"""`python -m mbert_lib reproduce`: every step of the paper at laptop scale, resumable."""
+
+HELP = ("run the whole reduced-size pipeline (data -> teacher -> transfer -> fine-tuning -> "
+        "TFLite -> report); finished steps are skipped, a killed run resumes")
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--preset", default="laptop",
+                        help="laptop (tens of minutes on 2 cores) or smoke (minutes, tiny); "
+                             "default: %(default)s")
+    parser.add_argument("--data-dir", "--data_dir", dest="data_dir", default=None,
+                        help="local data in the original layouts (WikiText-2, GLUE SST-2), e.g. "
+                             "../shared/data; default: $MBERT_DATA_DIR, else the offline "
+                             "builtin corpus")
+    parser.add_argument("--out", default=None,
+                        help="output directory (default: runs/<preset>)")
+    parser.add_argument("--steps", default=None,
+                        help="comma-separated step names to run (and what they need); "
+                             "default: all")
+
+
+def run(args) -> int:
+    from mbert_lib.pipeline import STEPS, make_context, run_steps, summary_table
+
+    ctx = make_context(args.preset, args.out, args.data_dir)
+    only = [s.strip() for s in args.steps.split(",")] if args.steps else None
+    ctx.log(f"reproduce: preset {args.preset}, output {ctx.out_dir}, data "
+            f"{ctx.data_dir or 'builtin (offline default)'}")
+    records = run_steps(STEPS, ctx, only)
+    ctx.log("\n" + summary_table(records))
+    return 0

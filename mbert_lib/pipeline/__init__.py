@@ -1,0 +1,48 @@
+"""`python -m mbert_lib reproduce`: the paper's pipeline at laptop scale, resumable, step by step.
+
+    core.py      Step / Context / run_steps: records, skipping of finished steps, summary
+    steps.py     data and teacher steps (thin glue to the library) and their settings
+    registry.py  every step module in order; the `laptop` and `smoke` presets
+
+Notebooks use the same steps to get (or make) the artifacts they discuss:
+`ensure(["teacher"])` returns the finished step's result, training only what
+is missing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional, Sequence
+
+from mbert_lib.pipeline.core import (
+    Context,
+    PipelineError,
+    Step,
+    data_dir_or_env,
+    run_steps,
+    summary_table,
+)
+from mbert_lib.pipeline.registry import PRESETS, STEPS, get_pipeline_preset
+from mbert_lib.runtime import REPO_ROOT
+
+DEFAULT_OUT = REPO_ROOT / "runs"
+
+
+def make_context(preset: str = "laptop", out_dir: Optional[str] = None,
+                 data_dir: Optional[str] = None, log=print, show_progress: bool = True
+                 ) -> Context:
+    """A Context for `preset`, writing under out_dir (default runs/<preset>)."""
+    settings = get_pipeline_preset(preset)
+    out = Path(out_dir) if out_dir else DEFAULT_OUT / preset
+    return Context(out_dir=out, settings=settings, data_dir=data_dir_or_env(data_dir), log=log,
+                   show_progress=show_progress)
+
+
+def ensure(names: Sequence[str], ctx: Context) -> dict:
+    """Runs the named steps (and what they need) unless done; {name: result}."""
+    run_steps(STEPS, ctx, only=names)
+    return {name: ctx.result(name) for name in names}
+
+
+__all__ = ["Context", "PipelineError", "PRESETS", "STEPS", "Step", "ensure", "make_context",
+           "run_steps", "summary_table"]

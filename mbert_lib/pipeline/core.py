@@ -1,0 +1,152 @@
+"""Resumable multi-step runs: each step writes its outputs, then a record; done steps are skipped.
+
+    OUT/<step>/...            whatever the step writes (a model directory, a report, ...)
+    OUT/<step>/step.json      written last: {"step", "result", "seconds", "fingerprint", ...}
+
+A step whose step.json exists with the same fingerprint (a hash of the
+settings it ran with) is skipped and its recorded result reused; a step
+killed half-way has no step.json and runs again, resuming from its own
+checkpoints (the trainers are resumable). Changing a step's settings changes
+its fingerprint and re-runs it and the steps after it that depend on it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any, Callable, Mapping, Optional, Sequence
+
+from mbert_lib import atomic
+
+RECORD_FILE = "step.json"
+
+
+class PipelineError(ValueError):
+    """A step cannot run: a missing input, an unknown step name, a bad preset."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Step:
+    """One unit of work. `run(ctx, settings)` returns a JSON-able result dict."""
+
+    name: str
+    title: str
+    run: Callable[["Context", Mapping[str, Any]], dict]
+    depends: tuple[str, ...] = ()
+
+
+@dataclasses.dataclass
+class Context:
+    """What every step sees: where to write, the preset's settings, the data directory."""
+
+    out_dir: Path
+    settings: Mapping[str, Mapping[str, Any]]     # step name -> its settings
+    data_dir: Optional[str] = None                # a local data directory (../shared/data)
+    log: Callable[[str], None] = print
+    show_progress: bool = True
+
+    def step_dir(self, name: str) -> Path:
+        return self.out_dir / name
+
+    def result(self, name: str) -> dict:
+        """The recorded result of a finished step (a dependency)."""
+        record = read_record(self.step_dir(name))
+        if record is None:
+            raise PipelineError(f"step {name!r} has not finished: {self.step_dir(name)} has no "
+                                f"{RECORD_FILE}; run it first")
+        return record["result"]
+
+
+def fingerprint(settings: Mapping[str, Any], upstream: Sequence[str] = ()) -> str:
+    """sha256 of a step's settings and its dependencies' fingerprints."""
+    text = json.dumps({"settings": settings, "upstream": list(upstream)}, sort_keys=True,
+                      default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def read_record(directory: Path) -> Optional[dict]:
+    path = Path(directory) / RECORD_FILE
+    if not path.exists():
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise PipelineError(f"{path} is not valid JSON ({e}); delete it to re-run the step") \
+            from None
+
+
+def run_steps(steps: Sequence[Step], ctx: Context, only: Optional[Sequence[str]] = None,
+              ) -> list[dict]:
+    """Runs `steps` in order (or those in `only` and what they depend on); returns records.
+
+    Prints "[k/n] title" per step, "(done, skipped)" for finished ones, and
+    the wall time of each.
+    """
+    by_name = {s.name: s for s in steps}
+    wanted = _with_dependencies(only, by_name) if only else [s.name for s in steps]
+    todo = [s for s in steps if s.name in wanted]
+    prints: dict[str, str] = {}
+    records = []
+    for k, step in enumerate(todo, 1):
+        settings = ctx.settings.get(step.name, {})
+        prints[step.name] = fingerprint(settings, [prints.get(d, "") for d in step.depends])
+        directory = ctx.step_dir(step.name)
+        record = read_record(directory)
+        header = f"[{k}/{len(todo)}] {step.title}"
+        if record is not None and record.get("fingerprint") == prints[step.name]:
+            ctx.log(f"{header}: done ({record['seconds']:.0f} s when it ran), skipped")
+            records.append({**record, "skipped": True})
+            continue
+        ctx.log(header)
+        for dependency in step.depends:
+            ctx.result(dependency)
+        directory.mkdir(parents=True, exist_ok=True)
+        start = time.perf_counter()
+        result = step.run(ctx, settings)
+        record = {"step": step.name, "title": step.title, "result": result,
+                  "seconds": round(time.perf_counter() - start, 1),
+                  "fingerprint": prints[step.name], "settings": settings,
+                  "finished": time.strftime("%Y-%m-%d %H:%M:%S")}
+        atomic.write_text(directory / RECORD_FILE,
+                          json.dumps(record, indent=2, default=str) + "\n")
+        ctx.log(f"{header}: finished in {record['seconds']:.0f} s")
+        records.append({**record, "skipped": False})
+    return records
+
+
+def _with_dependencies(only: Sequence[str], by_name: Mapping[str, Step]) -> set[str]:
+    unknown = sorted(set(only) - set(by_name))
+    if unknown:
+        raise PipelineError(f"unknown step(s) {unknown}; known steps: {list(by_name)}")
+    wanted: set[str] = set()
+    stack = list(only)
+    while stack:
+        name = stack.pop()
+        if name not in wanted:
+            wanted.add(name)
+            stack.extend(by_name[name].depends)
+    return wanted
+
+
+def summary_table(records: Sequence[dict]) -> str:
+    """A plain-text table: step, status, wall time."""
+    rows = [(r["step"], "skipped (done)" if r.get("skipped") else "ran", f"{r['seconds']:.0f} s")
+            for r in records]
+    width = max([len(r[0]) for r in rows] + [4])
+    lines = [f"{'step':<{width}}  {'status':<15}  time"]
+    lines += [f"{a:<{width}}  {b:<15}  {c}" for a, b, c in rows]
+    total = sum(r["seconds"] for r in records)
+    lines.append(f"{'total':<{width}}  {'':<15}  {total:.0f} s (time of the runs that made them)")
+    return "\n".join(lines)
+
+
+def data_dir_or_env(data_dir: Optional[str]) -> Optional[str]:
+    """The explicit --data-dir, else MBERT_DATA_DIR, else None (the offline default)."""
+    value = data_dir or os.environ.get("MBERT_DATA_DIR") or None
+    if value is not None and not os.path.isdir(value):
+        raise PipelineError(f"data directory {value} does not exist or is not a directory")
+    return value

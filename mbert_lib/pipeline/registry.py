@@ -1,0 +1,31 @@
+"""All steps of the reproduction in order, and the named presets' settings for each.
+
+Presets: `laptop` (the paper's pipeline in tens of minutes on 2 CPU cores) and
+`smoke` (the same steps, tiny, in a few minutes: CI's end-to-end test). A
+preset maps each step name to its settings (plain JSON values, so that a
+step's fingerprint changes when they do).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mbert_lib.pipeline import steps as pretraining_steps
+from mbert_lib.pipeline.core import PipelineError
+
+STEP_MODULES = (pretraining_steps,)
+
+STEPS = [step for module in STEP_MODULES for step in module.STEPS]
+PRESETS: dict[str, dict[str, dict[str, Any]]] = {
+    name: {step: settings for module in STEP_MODULES
+           for step, settings in module.SETTINGS[name].items()}
+    for name in ("laptop", "smoke")
+}
+
+
+def get_pipeline_preset(name: str) -> dict[str, dict[str, Any]]:
+    try:
+        return PRESETS[name]
+    except KeyError:
+        raise PipelineError(f"unknown preset {name!r}; known presets: {sorted(PRESETS)}") \
+            from None

@@ -1,0 +1,76 @@
+"""The reproduce pipeline's bookkeeping: finished steps are skipped, changed ones re-run."""
+
+import json
+
+import pytest
+
+from mbert_lib.pipeline.core import Context, PipelineError, Step, read_record, run_steps
+
+
+def _steps(calls, fail_on=None):
+    def make(name):
+        def run(ctx, settings):
+            calls.append(name)
+            if name == fail_on:
+                raise RuntimeError(f"{name} killed")
+            (ctx.step_dir(name) / "out.txt").write_text(str(settings))
+            return {"value": settings.get("x", 0)}
+        return run
+
+    return [Step("a", "first", make("a")), Step("b", "second", make("b"), ("a",)),
+            Step("c", "third", make("c"))]
+
+
+def _ctx(tmp_path, settings=None):
+    return Context(out_dir=tmp_path, settings=settings or {"a": {"x": 1}, "b": {"x": 2}},
+                   log=lambda _: None)
+
+
+def test_second_run_skips_every_finished_step(tmp_path):
+    calls = []
+    first = run_steps(_steps(calls), _ctx(tmp_path))
+    second = run_steps(_steps(calls), _ctx(tmp_path))
+    assert calls == ["a", "b", "c"]
+    assert [r["skipped"] for r in first] == [False] * 3
+    assert [r["skipped"] for r in second] == [True] * 3
+    assert second[1]["result"] == {"value": 2}
+
+
+def test_changed_settings_rerun_the_step_and_its_dependents(tmp_path):
+    calls = []
+    run_steps(_steps(calls), _ctx(tmp_path))
+    calls.clear()
+    run_steps(_steps(calls), _ctx(tmp_path, {"a": {"x": 5}, "b": {"x": 2}}))
+    assert calls == ["a", "b"]            # c does not depend on a
+
+
+def test_a_killed_step_leaves_no_record_and_runs_again(tmp_path):
+    calls = []
+    with pytest.raises(RuntimeError, match="b killed"):
+        run_steps(_steps(calls, fail_on="b"), _ctx(tmp_path))
+    assert read_record(tmp_path / "a") is not None and read_record(tmp_path / "b") is None
+    calls.clear()
+    run_steps(_steps(calls), _ctx(tmp_path))
+    assert calls == ["b", "c"]
+
+
+def test_only_runs_the_named_steps_and_their_dependencies(tmp_path):
+    calls = []
+    run_steps(_steps(calls), _ctx(tmp_path), only=["b"])
+    assert calls == ["a", "b"]
+    with pytest.raises(PipelineError, match="unknown step"):
+        run_steps(_steps(calls), _ctx(tmp_path), only=["zzz"])
+
+
+def test_corrupt_record_is_a_clear_error(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "step.json").write_text("{not json")
+    with pytest.raises(PipelineError, match="delete it to re-run"):
+        run_steps(_steps([]), _ctx(tmp_path))
+
+
+def test_record_holds_result_settings_and_time(tmp_path):
+    run_steps(_steps([]), _ctx(tmp_path))
+    record = json.loads((tmp_path / "b" / "step.json").read_text())
+    assert record["result"] == {"value": 2} and record["settings"] == {"x": 2}
+    assert record["seconds"] >= 0 and len(record["fingerprint"]) == 16
