@@ -38,6 +38,20 @@ def make_context(preset: str = "laptop", out_dir: Optional[str] = None,
                    show_progress=show_progress)
 
 
+def notebook_context(log=print) -> Context:
+    """The context a notebook uses: `laptop` under runs/laptop in a full run (real data
+    when MBERT_DATA_DIR is set), `smoke` in a scratch directory in fast mode, so a
+    test run never touches the full run's artifacts."""
+    import tempfile
+
+    from mbert_lib.runtime import fast_mode
+
+    if fast_mode():
+        return make_context("smoke", str(Path(tempfile.gettempdir()) / "mbert_fast_runs"),
+                            log=log, show_progress=False)
+    return make_context("laptop", log=log)
+
+
 def ensure(names: Sequence[str], ctx: Context) -> dict:
     """Runs the named steps (and what they need) unless done; {name: result}."""
     run_steps(STEPS, ctx, only=names)
@@ -45,4 +59,4 @@ def ensure(names: Sequence[str], ctx: Context) -> dict:
 
 
 __all__ = ["Context", "PipelineError", "PRESETS", "STEPS", "Step", "ensure", "make_context",
-           "run_steps", "summary_table"]
+           "notebook_context", "run_steps", "summary_table"]
