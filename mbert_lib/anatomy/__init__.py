@@ -4,6 +4,7 @@
     flops    FLOPs per sequence (matmuls; elementwise ops listed apart)
     shapes   a block traced shape by shape, and the shapes a built layer produces
     tables   presets and the paper's Table 1 beside the counts
+    compute  tokens and training FLOPs of a pre-training experiment
 """
 
 from mbert_lib.anatomy.flops import flops, flops_breakdown

@@ -25,6 +25,8 @@ directory is known, else builtin). Modules, one idea each:
     tfrecord        examples on disk, the cache manifest
     pipeline        the tf.data pipeline and the model-compatibility check
     prepare         the prepare step tying them together
+    heldout         held-out examples rebuilt per source (e.g. NSP on WikiText alone)
+    example_view    one example token by token, [MASK] / random / kept marked
 """
 
 from mbert_lib.data.builtin_corpus import builtin_documents, load_builtin_corpus

@@ -110,30 +110,41 @@ class Lamb(tf_keras.optimizers.Optimizer):
         self._momentums = [self.add_variable_from_reference(v, "m") for v in var_list]
         self._velocities = [self.add_variable_from_reference(v, "v") for v in var_list]
 
-    def update_step(self, gradient, variable):
+    def direction(self, gradient, variable):
+        """(m_t, v_t, u_t, trust ratio) of the next update of `variable`; assigns nothing.
+
+        `gradient` must already be clipped (apply_gradients clips before
+        update_step). The update is then x_{t+1} = x_t − η_t · ratio · u_t.
+        """
         dtype = variable.dtype
         index = self._index_dict[self._var_key(variable)]
         m, v = self._momentums[index], self._velocities[index]
         gradient = tf.convert_to_tensor(gradient)  # sparse (embedding) gradients densified
-        lr = tf.cast(self.learning_rate, dtype)
         beta_1, beta_2 = tf.cast(self.beta_1, dtype), tf.cast(self.beta_2, dtype)
-
-        m.assign(beta_1 * m + (1 - beta_1) * gradient)                # m_t
-        v.assign(beta_2 * v + (1 - beta_2) * tf.square(gradient))     # v_t
-        m_hat, v_hat = m, v
+        m_t = beta_1 * m + (1 - beta_1) * gradient                       # m_t
+        v_t = beta_2 * v + (1 - beta_2) * tf.square(gradient)            # v_t
+        m_hat, v_hat = m_t, v_t
         if self.bias_correction:
             t = tf.cast(self.iterations + 1, dtype)
-            m_hat = m / (1 - tf.pow(beta_1, t))                        # m̂_t
-            v_hat = v / (1 - tf.pow(beta_2, t))                        # v̂_t
-        update = m_hat / (tf.sqrt(v_hat) + self.epsilon)              # r_t
+            m_hat = m_t / (1 - tf.pow(beta_1, t))                        # m̂_t
+            v_hat = v_t / (1 - tf.pow(beta_2, t))                        # v̂_t
+        update = m_hat / (tf.sqrt(v_hat) + self.epsilon)                # r_t
         if self.uses_weight_decay(variable):
             update += tf.cast(self.weight_decay_rate, dtype) * variable  # u_t = r_t + λ x_t
         ratio = tf.constant(1.0, dtype)
         if self.uses_layer_adaptation(variable):
             w_norm, u_norm = tf.norm(variable), tf.norm(update)
-            ratio = tf.where(w_norm > 0,                              # ‖x_t‖ / ‖u_t‖
+            ratio = tf.where(w_norm > 0,                                # ‖x_t‖ / ‖u_t‖
                              tf.where(u_norm > 0, w_norm / u_norm, 1.0), 1.0)
-        variable.assign_sub(lr * ratio * update)                      # x_{t+1}
+        return m_t, v_t, update, ratio
+
+    def update_step(self, gradient, variable):
+        index = self._index_dict[self._var_key(variable)]
+        m_t, v_t, update, ratio = self.direction(gradient, variable)
+        self._momentums[index].assign(m_t)
+        self._velocities[index].assign(v_t)
+        lr = tf.cast(self.learning_rate, variable.dtype)
+        variable.assign_sub(lr * ratio * update)                        # x_{t+1}
 
     def get_config(self):
         config = super().get_config()

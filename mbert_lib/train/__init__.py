@@ -8,6 +8,10 @@
     synthetic.py       SYNTHETIC pre-training batches for smoke tests
     pretrain_data.py   build_pretraining_datasets: the trainer's single data entry point
     pretrain.py        run_pretraining
+    metrics_io.py      a run's TensorBoard scalars read back as a table
+    baselines.py       context-free baselines: unigram MLM, majority-class NSP
+    evaluation.py      held-out metrics of a Pretrainer on example arrays; filling in masks
+    state.py           a run's model + optimizer restored for inspection; one batch's gradients
 
 A new trainer (distillation stage, fine-tuning) reuses the machinery as
 pretrain.py does: write an objective with the four methods of the protocol
