@@ -138,3 +138,28 @@ def test_a_stage_moves_only_its_variables_at_its_rates_and_never_the_teacher(sta
         assert {v.ref() for v in groups[1.0]} == block_1
     else:
         assert list(groups) == [1.0] and len(groups[1.0]) == len(student.trainable_variables)
+
+
+def test_a_bfloat16_step_trains_with_float32_losses(batch):
+    from mbert_lib.train.strategy import precision_policy
+
+    exp, teacher, student, plan = setup()
+    reference = objective(exp, teacher, student, plan[-1]).loss(batch, counts(batch), False)[0]
+    with precision_policy("bfloat16"):
+        t16 = m.build_pretrainer(teacher.config)
+        s16 = m.build_pretrainer(student.config)
+    t16.set_weights(teacher.get_weights())
+    s16.set_weights(student.get_weights())
+    t16.trainable = False
+    assert s16.encoder.blocks[0].compute_dtype == "bfloat16"
+    assert s16.encoder.blocks[0].weights[0].dtype == tf.float32
+    stage = plan[-1]
+    groups = stage_variables(s16, stage)
+    obj = objective(exp, t16, s16, stage)
+    loss, _ = obj.loss(batch, counts(batch), False)
+    assert loss.dtype == tf.float32
+    np.testing.assert_allclose(float(loss), float(reference), rtol=5e-2)
+    step = make_train_step(tf.distribute.get_strategy(), obj,
+                           build_stage_optimizer(exp.trainer.optimizer, stage, groups),
+                           [v for vs in groups.values() for v in vs])
+    assert np.isfinite(float(step(iter(tiny_batches(16)))["loss"]))

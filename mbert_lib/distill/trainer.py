@@ -287,3 +287,12 @@ def run_distillation(experiment: DistillExperiment, teacher_dir: str | os.PathLi
                    strategy=experiment.distillation.strategy, teacher_dir=teacher_dir)
         log(f"exported the student to {model_dir}")
     return read_done(model_dir) if chief else {"train_steps": total, "eval": final}
+
+
+def read_run(model_dir: str | os.PathLike) -> tuple[DistillExperiment, list[Stage]]:
+    """The experiment a run in `model_dir` was started with, and its stages."""
+    from mbert_lib.distill.experiment import load_distill_experiment
+
+    experiment = load_distill_experiment(os.path.join(os.fspath(model_dir), EXPERIMENT_FILE))
+    layers = experiment.student.build_config().num_hidden_layers
+    return experiment, plan_stages(experiment.distillation, layers)

@@ -98,11 +98,12 @@ def _settings(layer_steps: int, pd_steps: int, layers: int, extra: Mapping[str, 
 
 SETTINGS = {
     "laptop": _settings(layer_steps=75, pd_steps=300, layers=4, extra={}),
-    "smoke": _settings(layer_steps=4, pd_steps=6, layers=1, extra={
+    "smoke": _settings(layer_steps=20, pd_steps=20, layers=1, extra={
         "teacher.overrides.num_hidden_layers": 2,
         "student.overrides.num_hidden_layers": 1,
         "distillation.transfer_teacher_layers": [1],
         "trainer.batch_size": 16, "trainer.eval_batch_size": 32, "trainer.eval_steps": 2,
         "trainer.eval_each_stage": False, "trainer.checkpoint_interval": 1000,
+        "trainer.log_interval": 2,
         "distillation.pretrain.learning_rate.warmup_steps": 1}),
 }

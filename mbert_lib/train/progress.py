@@ -17,6 +17,7 @@ from typing import Callable, Mapping, Sequence
 
 import tensorflow as tf
 from tensorflow.core.framework import summary_pb2
+from tensorflow.core.util import event_pb2
 from tqdm.auto import tqdm
 
 _SCALAR_METADATA = summary_pb2.SummaryMetadata(
@@ -108,7 +109,8 @@ def read_scalars(log_dir: str | os.PathLike) -> dict[str, tuple[list[int], list[
     for name in sorted(os.listdir(directory)):
         if ".tfevents." not in name:
             continue
-        for event in tf.compat.v1.train.summary_iterator(os.path.join(directory, name)):
+        for record in tf.data.TFRecordDataset(os.path.join(directory, name)):
+            event = event_pb2.Event.FromString(record.numpy())
             for value in event.summary.value:
                 number = (value.simple_value if value.HasField("simple_value")
                           else float(tf.make_ndarray(value.tensor)))
