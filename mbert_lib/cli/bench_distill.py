@@ -29,6 +29,7 @@ def run(args) -> int:
         r.update(teacher=args.teacher, student=args.student)
         print(f"{r['variant']:<17} {r['median_step_ms']:8.1f} ms/step  "
               f"{r['steps_per_second']:6.2f} steps/s  {r['tokens_per_second']:9,.0f} tokens/s  "
+              f"{r['gflop_per_step']:5.1f} GFLOP/step = {r['gflop_per_second']:5.1f} GFLOP/s  "
               f"(tf-models anchor {r['tf_models_anchor_ms']:.0f} ms, another run)")
     if args.json:
         write_json(records, args.json)
