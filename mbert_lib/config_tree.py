@@ -3,7 +3,7 @@
 The machinery behind `mbert_lib.experiment`, independent of what the sections
 hold: `from_dict` builds a dataclass tree from nested dicts, checking every key
 and every value against the field's type annotation (bool, int, float, str,
-Optional[...], tuple[str, ...], Mapping, nested dataclass); `apply_overrides`
+Optional[...], tuple[str | int, ...], Mapping, nested dataclass); `apply_overrides`
 applies tf-models-style "a.b=1,c=[x, y]" overrides (values parsed as yaml)
 and validates again. Errors name the dotted key.
 """
@@ -50,10 +50,12 @@ def _coerce(value: Any, annotation: Any, key: str) -> Any:
         value = float(value)
     elif annotation is str:
         check(isinstance(value, str), key, "a string", value)
-    elif origin is tuple:
-        check(isinstance(value, (list, tuple)), key, "a list of strings", value)
+    elif origin is tuple:  # tuple[str, ...] or tuple[int, ...]
+        item_type = args[0]
+        what = f"a list of {'strings' if item_type is str else 'integers'}"
+        check(isinstance(value, (list, tuple)), key, what, value)
         for item in value:
-            check(isinstance(item, str), key, "a list of strings", value)
+            check(isinstance(item, item_type) and not isinstance(item, bool), key, what, value)
         value = tuple(value)
     elif origin in (dict, Mapping, typing.Mapping) or annotation is Mapping:
         check(isinstance(value, Mapping), key, "a mapping", value)

@@ -58,8 +58,9 @@ def test_fmt_ignores_padding_content(features):
     teacher, student, mask = features
     noisy = student.copy()
     noisy[mask == 0] += 100.0
-    a = feature_map_transfer(tf.constant(teacher, tf.float32), tf.constant(student, tf.float32), mask)
-    b = feature_map_transfer(tf.constant(teacher, tf.float32), tf.constant(noisy, tf.float32), mask)
+    t = tf.constant(teacher, tf.float32)
+    a = feature_map_transfer(t, tf.constant(student, tf.float32), mask)
+    b = feature_map_transfer(t, tf.constant(noisy, tf.float32), mask)
     np.testing.assert_allclose(a["fmt"], b["fmt"], rtol=1e-6)
 
 
@@ -177,3 +178,39 @@ def test_masked_lm_cross_entropy_ids_equal_one_hot():
     a = masked_lm_cross_entropy(logits, tf.constant(ids), w)
     b = masked_lm_cross_entropy(logits, tf.constant(np.eye(6)[ids]), w)
     np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
+def test_shares_with_global_counts_sum_to_the_whole_batch_loss(features):
+    # Two "replicas" each see part of the batch; dividing by the global counts
+    # makes their losses sum to the one-device loss (which a mean of means would not).
+    teacher, student, mask = features
+    t, s = tf.constant(teacher, tf.float32), tf.constant(student, tf.float32)
+    a_t = tf.constant(_masked_probs(3, 2, 7, mask), tf.float32)
+    a_s = tf.constant(_masked_probs(3, 2, 7, mask), tf.float32)
+    tokens = mask.sum()
+    whole_fmt = feature_map_transfer(t, s, mask)["fmt"]
+    whole_at = attention_transfer(a_t, a_s, mask)
+    parts = [slice(0, 1), slice(1, 3)]
+    fmt = sum(feature_map_transfer(t[p], s[p], mask[p], token_count=tokens)["fmt"] for p in parts)
+    at = sum(attention_transfer(a_t[p], a_s[p], mask[p], token_count=tokens) for p in parts)
+    np.testing.assert_allclose(fmt, whole_fmt, rtol=1e-5)
+    np.testing.assert_allclose(at, whole_at, rtol=1e-5)
+
+    s_logits, t_logits = RNG.normal(size=(3, 4, 9)), RNG.normal(size=(3, 4, 9))
+    ids, nsp, labels = RNG.integers(0, 9, (3, 4)), RNG.normal(size=(3, 2)), np.array([0, 1, 1])
+    w = np.array([[1, 1, 1, 1], [1, 0, 0, 0], [1, 1, 0, 0]], np.float32)
+    whole = pretraining_distillation(s_logits, t_logits, ids, w, nsp, labels)["loss"]
+    shares = sum(pretraining_distillation(s_logits[p], t_logits[p], ids[p], w[p], nsp[p],
+                                          labels[p], prediction_count=w.sum(),
+                                          example_count=3)["loss"] for p in parts)
+    np.testing.assert_allclose(shares, whole, rtol=1e-5)
+
+
+def test_pd_without_teacher_is_mlm_plus_nsp_and_needs_alpha_one():
+    s = RNG.normal(size=(1, 2, 5))
+    ids, w = np.array([[1, 2]]), np.ones((1, 2), np.float32)
+    out = pretraining_distillation(s, None, ids, w, alpha=1.0)
+    np.testing.assert_allclose(out["loss"], masked_lm_cross_entropy(s, ids, w), rtol=1e-6)
+    assert "kd" not in out
+    with pytest.raises(ValueError, match="teacher's MLM logits"):
+        pretraining_distillation(s, None, ids, w, alpha=0.5)

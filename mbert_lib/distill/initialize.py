@@ -3,11 +3,11 @@
 Teacher and student have the same embedding and MLM classifier shapes, so
 the student starts with the teacher's token table, trigram projection,
 position and type tables, embedding norm γ and β, and MLM head; layer-wise
-transfer then trains only the blocks (paper section 3.6, paraphrased). Each weight is copied from the variable
-with the same role, never by position: tf-models copies with
-get_weights()/set_weights(), and because its NoNorm creates (β, γ) while
-LayerNormalization creates (γ, β), the student's embedding γ and β arrive
-swapped.
+transfer then trains only the blocks (paper section 3.6, paraphrased).
+Each weight is copied from the variable with the same role, never by
+position: tf-models copies with get_weights()/set_weights(), and because its
+NoNorm creates (β, γ) while LayerNormalization creates (γ, β), the student's
+embedding γ and β arrive swapped.
 """
 
 from __future__ import annotations

@@ -36,6 +36,13 @@ L_KD is the cross-entropy of the student's MLM distribution against the
 teacher's, softmax(z^T / τ), scaled by τ² (τ = 1: the paper). With τ = 1 this
 equals tf-models' single cross-entropy against the mixed labels
 α · one_hot + (1 − α) · softmax(z^T).
+
+Distributed training: every mean above divides a sum over the batch by a
+count (real tokens, real predictions, examples). Under a tf.distribute
+strategy each replica sees part of the batch; pass the *global* counts
+(`token_count`, `prediction_count`, `example_count`, summed over replicas)
+and each replica returns its exact share of the global-batch loss: the
+shares sum to the one-device loss. Left as None, the local count is used.
 """
 
 from __future__ import annotations
@@ -61,10 +68,13 @@ def _token_weights(mask, like):
     return tf.cast(mask, tf.float32)
 
 
-def _masked_mean(values, weights):
-    """Σ w·v / Σ w over [B, T] (or [B, N, T] with weights broadcast)."""
+def _masked_mean(values, weights, count=None):
+    """Σ w·v / Σ w over [B, T] (or [B, N, T] with weights broadcast); Σ w·v / count if given."""
     weights = tf.broadcast_to(weights, tf.shape(values))
-    return tf.math.divide_no_nan(tf.reduce_sum(values * weights), tf.reduce_sum(weights))
+    total = tf.reduce_sum(values * weights)
+    if count is not None:
+        return total / tf.maximum(tf.cast(count, tf.float32), 1.0)
+    return tf.math.divide_no_nan(total, tf.reduce_sum(weights))
 
 
 def _standardize(x, epsilon):
@@ -74,11 +84,12 @@ def _standardize(x, epsilon):
 
 
 def feature_map_transfer(teacher, student, mask=None, weights: FmtWeights = FmtWeights(),
-                         epsilon: float = 1e-6) -> dict[str, tf.Tensor]:
+                         epsilon: float = 1e-6, token_count=None) -> dict[str, tf.Tensor]:
     """FMT between one teacher and one student layer output, both [B, T, H].
 
     Returns {"fmt": weighted total, "fmt_mse", "fmt_mean", "fmt_var" (unweighted
-    terms), "fmt_paper_mse" (the paper's plain MSE, for monitoring)}.
+    terms), "fmt_paper_mse" (the paper's plain MSE, for monitoring)}. Means run
+    over real tokens, divided by `token_count` when given (the global count).
     """
     teacher = tf.cast(tf.stop_gradient(teacher), tf.float32)
     student = tf.cast(student, tf.float32)
@@ -90,19 +101,23 @@ def feature_map_transfer(teacher, student, mask=None, weights: FmtWeights = FmtW
     mu_s, var_s = tf.nn.moments(student, axes=[-1])                          # [B, T]
     mse_norm = tf.reduce_mean(
         tf.square(_standardize(teacher, epsilon) - _standardize(student, epsilon)), -1)
+    n = token_count
     terms = {
-        "fmt_mse": _masked_mean(mse_norm, w),                                # shape term
-        "fmt_mean": _masked_mean(tf.square(mu_s - mu_t), w),                 # level term
-        "fmt_var": _masked_mean(tf.abs(var_s - var_t), w),                   # spread term
-        "fmt_paper_mse": _masked_mean(tf.reduce_mean(tf.square(teacher - student), -1), w),
+        "fmt_mse": _masked_mean(mse_norm, w, n),                             # shape term
+        "fmt_mean": _masked_mean(tf.square(mu_s - mu_t), w, n),              # level term
+        "fmt_var": _masked_mean(tf.abs(var_s - var_t), w, n),                # spread term
+        "fmt_paper_mse": _masked_mean(tf.reduce_mean(tf.square(teacher - student), -1), w, n),
     }
     terms["fmt"] = (weights.mse * terms["fmt_mse"] + weights.mean * terms["fmt_mean"]
                     + weights.var * terms["fmt_var"])
     return terms
 
 
-def attention_transfer(teacher_probs, student_probs, mask=None) -> tf.Tensor:
-    """Mean KL(A^T ‖ A^S) over heads and real query tokens; probs [B, N, T, T]."""
+def attention_transfer(teacher_probs, student_probs, mask=None, token_count=None) -> tf.Tensor:
+    """Mean KL(A^T ‖ A^S) over heads and real query tokens; probs [B, N, T, T].
+
+    With `token_count` (global real tokens), the sum is divided by N · token_count.
+    """
     a_t = tf.cast(tf.stop_gradient(teacher_probs), tf.float32)
     a_s = tf.cast(student_probs, tf.float32)
     if a_t.shape[1] != a_s.shape[1]:
@@ -111,14 +126,17 @@ def attention_transfer(teacher_probs, student_probs, mask=None) -> tf.Tensor:
     # xlogy(0, 0) = 0: masked keys have probability 0 in both distributions.
     kl = tf.reduce_sum(tf.math.xlogy(a_t, a_t) - tf.math.xlogy(a_t, a_s), -1)  # [B, N, T]
     w = _token_weights(mask, a_t[:, 0])[:, tf.newaxis, :]                       # [B, 1, T]
-    return _masked_mean(kl, w)
+    count = None if token_count is None else tf.cast(token_count, tf.float32) * a_t.shape[1]
+    return _masked_mean(kl, w, count)
 
 
-def masked_lm_cross_entropy(logits, target_probs_or_ids, weights) -> tf.Tensor:
+def masked_lm_cross_entropy(logits, target_probs_or_ids, weights,
+                            prediction_count=None) -> tf.Tensor:
     """Weighted mean cross-entropy over masked positions.
 
     logits [B, P, V]; targets: ids [B, P] or a distribution [B, P, V];
-    weights [B, P] (0 on unused prediction slots).
+    weights [B, P] (0 on unused prediction slots). The weighted sum is divided
+    by `prediction_count` when given (the global Σ weights), else by Σ weights.
     """
     log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32), axis=-1)
     targets = tf.convert_to_tensor(target_probs_or_ids)
@@ -127,30 +145,44 @@ def masked_lm_cross_entropy(logits, target_probs_or_ids, weights) -> tf.Tensor:
     else:
         per_position = -tf.reduce_sum(tf.cast(targets, tf.float32) * log_probs, -1)
     weights = tf.cast(weights, tf.float32)
-    return tf.math.divide_no_nan(tf.reduce_sum(per_position * weights),
-                                 tf.reduce_sum(weights))
+    total = tf.reduce_sum(per_position * weights)
+    if prediction_count is not None:
+        return total / tf.maximum(tf.cast(prediction_count, tf.float32), 1.0)
+    return tf.math.divide_no_nan(total, tf.reduce_sum(weights))
 
 
 def pretraining_distillation(student_mlm_logits, teacher_mlm_logits, masked_lm_ids,
                              masked_lm_weights, student_nsp_logits=None,
                              next_sentence_labels=None, alpha: float = 0.5,
-                             temperature: float = 1.0) -> dict[str, tf.Tensor]:
+                             temperature: float = 1.0, prediction_count=None,
+                             example_count=None) -> dict[str, tf.Tensor]:
     """PD loss: α·MLM + (1−α)·KD (+ NSP when labels are given).
 
     MLM logits [B, P, V], ids/weights [B, P], NSP logits [B, 2], labels [B].
+    `teacher_mlm_logits` may be None when α = 1 (no teacher term). Global
+    counts, when given, replace the local Σ weights and B.
     """
     if not 0.0 <= alpha <= 1.0:
         raise ValueError(f"alpha (distill_ground_truth_ratio) must be in [0, 1], got {alpha}")
     if temperature <= 0:
         raise ValueError(f"temperature must be > 0, got {temperature}")
-    mlm = masked_lm_cross_entropy(student_mlm_logits, masked_lm_ids, masked_lm_weights)
-    teacher_probs = tf.nn.softmax(
-        tf.cast(tf.stop_gradient(teacher_mlm_logits), tf.float32) / temperature, -1)
-    kd = masked_lm_cross_entropy(tf.cast(student_mlm_logits, tf.float32) / temperature,
-                                 teacher_probs, masked_lm_weights) * temperature ** 2
-    out = {"mlm": mlm, "kd": kd, "loss": alpha * mlm + (1.0 - alpha) * kd}
+    mlm = masked_lm_cross_entropy(student_mlm_logits, masked_lm_ids, masked_lm_weights,
+                                  prediction_count)
+    out = {"mlm": mlm, "loss": alpha * mlm}
+    if teacher_mlm_logits is not None:
+        teacher_probs = tf.nn.softmax(
+            tf.cast(tf.stop_gradient(teacher_mlm_logits), tf.float32) / temperature, -1)
+        out["kd"] = masked_lm_cross_entropy(
+            tf.cast(student_mlm_logits, tf.float32) / temperature, teacher_probs,
+            masked_lm_weights, prediction_count) * temperature ** 2
+        out["loss"] += (1.0 - alpha) * out["kd"]
+    elif alpha < 1.0:
+        raise ValueError(f"alpha = {alpha} < 1 needs the teacher's MLM logits")
     if next_sentence_labels is not None:
-        out["nsp"] = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
-            tf.cast(next_sentence_labels, tf.int32), tf.cast(student_nsp_logits, tf.float32)))
+        nsp = tf.nn.sparse_softmax_cross_entropy_with_logits(
+            tf.cast(next_sentence_labels, tf.int32), tf.cast(student_nsp_logits, tf.float32))
+        count = tf.cast(tf.shape(nsp)[0] if example_count is None else example_count,
+                        tf.float32)
+        out["nsp"] = tf.reduce_sum(nsp) / count
         out["loss"] += out["nsp"]
     return out

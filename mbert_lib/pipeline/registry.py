@@ -11,9 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from mbert_lib.pipeline import steps as pretraining_steps
+from mbert_lib.pipeline import steps_distill as distillation_steps
 from mbert_lib.pipeline.core import PipelineError
 
-STEP_MODULES = (pretraining_steps,)
+STEP_MODULES = (pretraining_steps, distillation_steps)
 
 STEPS = [step for module in STEP_MODULES for step in module.STEPS]
 PRESETS: dict[str, dict[str, dict[str, Any]]] = {

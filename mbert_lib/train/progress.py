@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Callable, Mapping
+from typing import Callable, Mapping, Sequence
 
 import tensorflow as tf
 from tensorflow.core.framework import summary_pb2
+from tensorflow.core.util import event_pb2
 from tqdm.auto import tqdm
 
 _SCALAR_METADATA = summary_pb2.SummaryMetadata(
@@ -32,9 +33,11 @@ class Progress:
     WINDOW = 20
 
     def __init__(self, total: int, initial: int, tokens_per_step: int, desc: str = "train",
-                 disable: bool = False, log: Callable[[str], None] = print):
+                 disable: bool = False, log: Callable[[str], None] = print,
+                 postfix_keys: Sequence[str] = ()):
         self.tokens_per_step = tokens_per_step
         self.log = log
+        self.postfix_keys = tuple(postfix_keys)
         self.bar = tqdm(total=total, initial=initial, desc=desc, unit="step",
                         dynamic_ncols=True, disable=disable)
         self._last_time = None
@@ -42,7 +45,7 @@ class Progress:
         self.tokens_per_second = float("nan")
 
     def update(self, metrics: Mapping[str, float]) -> None:
-        """Advances one step; `metrics` must hold "loss"."""
+        """Advances one step; `metrics` must hold "loss" (and shows `postfix_keys` too)."""
         now = time.perf_counter()
         if self._last_time is not None:
             if self._window_steps >= self.WINDOW:
@@ -52,7 +55,8 @@ class Progress:
             self.tokens_per_second = (self.tokens_per_step * self._window_steps
                                       / self._window_seconds)
         self._last_time = now
-        self.bar.set_postfix(loss=f"{metrics['loss']:.4f}",
+        extra = {k: f"{metrics[k]:.4g}" for k in self.postfix_keys if k in metrics}
+        self.bar.set_postfix(loss=f"{metrics['loss']:.4f}", **extra,
                              tok_s=f"{self.tokens_per_second:,.0f}", refresh=False)
         self.bar.update(1)
 
@@ -90,3 +94,26 @@ class Scalars:
     def flush(self) -> None:
         for writer in self._writers.values():
             writer.flush()
+
+
+def read_scalars(log_dir: str | os.PathLike) -> dict[str, tuple[list[int], list[float]]]:
+    """{tag: (steps, values)} of the scalars `Scalars` wrote into one split directory.
+
+    Reads the event files with TensorFlow alone (no `tensorboard` package);
+    a step written twice (a resumed run) keeps its last value.
+    """
+    directory = os.fspath(log_dir)
+    if not os.path.isdir(directory):
+        raise FileNotFoundError(f"{directory}: no TensorBoard scalars here")
+    found: dict[str, dict[int, float]] = {}
+    for name in sorted(os.listdir(directory)):
+        if ".tfevents." not in name:
+            continue
+        for record in tf.data.TFRecordDataset(os.path.join(directory, name)):
+            event = event_pb2.Event.FromString(record.numpy())
+            for value in event.summary.value:
+                number = (value.simple_value if value.HasField("simple_value")
+                          else float(tf.make_ndarray(value.tensor)))
+                found.setdefault(value.tag, {})[int(event.step)] = number
+    return {tag: (sorted(points), [points[s] for s in sorted(points)])
+            for tag, points in found.items()}

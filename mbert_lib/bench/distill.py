@@ -1,0 +1,106 @@
+"""Training throughput of distillation steps: layer-wise transfer (FMT + AT) and PD.
+
+The variants train one student on the same SYNTHETIC batches (seq T, batch
+B, P predictions) with the trainer's own objective, optimizer and step, and
+are timed round-robin so background load hits all alike:
+
+    layer_wise_first   PKT stage of layer 0 (teacher and student run one block)
+    layer_wise_last    PKT stage of the deepest layer (both run every block)
+    pd                 pre-training distillation (both full models + MLM/NSP heads)
+
+Reported per variant: median step time, steps/s, tokens/s (B·T per step), and
+the step's matmul GFLOP (`mbert_lib.anatomy.flops`: teacher forward + 3 × student
+forward for forward + backward, MLM heads included in PD) with the GFLOP/s
+achieved, to compare with the machine's peak (≈158 GFLOP/s SGEMM on 2 cores,
+REFERENCE.md section 7).
+`TF_MODELS_ANCHOR` is what tensorflow/models' BertDistillationTask measured
+on this project's machine for the same shapes (REFERENCE.md section 7); it
+was not measured in the same run, so a ratio against it is indicative only.
+"""
+
+from __future__ import annotations
+
+import tensorflow as tf
+import tf_keras
+
+from mbert_lib.anatomy.flops import flops
+from mbert_lib.bench.timing import interleaved_timings
+from mbert_lib.config import MobileBertConfig
+from mbert_lib.distill.experiment import DistillationSection
+from mbert_lib.distill.objective import DistillationObjective
+from mbert_lib.distill.plan import plan_stages, stage_variables
+from mbert_lib.distill.trainer import build_stage_optimizer
+from mbert_lib.experiment import OptimizerSection
+from mbert_lib.models import build_pretrainer
+from mbert_lib.train.loop import make_train_step
+from mbert_lib.train.strategy import precision_policy
+from mbert_lib.train.synthetic import synthetic_pretraining_dataset
+
+# tf-models BertDistillationTask, TF 2.20, 2-core x86, seq 128, batch 32 (REFERENCE.md §7):
+# ≈56 ms per layer-wise step and ≈60 ms per PD step in one run (≈70k tokens/s), a quieter
+# run ≈89k (layer-wise) and ≈79k (PD) tokens/s.
+TF_MODELS_ANCHOR = {"layer_wise_ms": 56.0, "pd_ms": 60.0,
+                    "layer_wise_tokens_per_second": (70_000, 89_000),
+                    "pd_tokens_per_second": (70_000, 79_000)}
+
+
+def step_gflop(teacher_config: MobileBertConfig, student_config: MobileBertConfig, stage,
+               seq_length: int, batch_size: int, max_predictions_per_seq: int) -> float:
+    """Matmul GFLOP of one training step of `stage` (forward + backward ≈ 3 × forward)."""
+    layers = None if stage.use_pd else max(stage.transfer_layers) + 1
+    t = teacher_config if layers is None else teacher_config.replace(num_hidden_layers=layers)
+    s = student_config if layers is None else student_config.replace(num_hidden_layers=layers)
+    per_sequence = flops(t, seq_length) + 3 * flops(s, seq_length)
+    if stage.use_pd:   # MLM heads: transform H×H and output H×V per prediction, both models
+        H, V = student_config.hidden_size, student_config.vocab_size
+        per_sequence += 4 * 2 * max_predictions_per_seq * (H * H + H * V)
+    return per_sequence * batch_size / 1e9
+
+
+def distill_step_throughput(teacher_config: MobileBertConfig, student_config: MobileBertConfig,
+                            seq_length: int = 128, batch_size: int = 32,
+                            max_predictions_per_seq: int = 20, repeats: int = 20,
+                            warmup: int = 3, mixed_precision: str = "float32",
+                            jit_compile: bool = False) -> list[dict]:
+    """One record per variant (see the module docstring), medians over `repeats` steps."""
+    tf_keras.utils.set_random_seed(0)
+    distillation = DistillationSection(strategy="progressive")
+    layers = student_config.num_hidden_layers
+    stages = plan_stages(distillation, layers)
+    chosen = {"layer_wise_first": stages[0], "layer_wise_last": stages[layers - 1],
+              "pd": stages[-1]}
+    data = synthetic_pretraining_dataset(
+        num_examples=batch_size * 64, batch_size=batch_size, seq_length=seq_length,
+        max_predictions_per_seq=max_predictions_per_seq, vocab_size=student_config.vocab_size)
+    strategy = tf.distribute.get_strategy()
+    with precision_policy(mixed_precision):
+        teacher = build_pretrainer(teacher_config)
+        teacher.trainable = False
+        student = build_pretrainer(student_config)
+        fns = {}
+        for name, stage in chosen.items():
+            groups = stage_variables(student, stage)
+            optimizer = build_stage_optimizer(OptimizerSection(), stage, groups)
+            objective = DistillationObjective(teacher, student, stage, range(layers),
+                                              distillation.layer_wise, distillation.pretrain)
+            step = make_train_step(strategy, objective, optimizer,
+                                   [v for vs in groups.values() for v in vs], jit_compile)
+            iterator = iter(data.repeat())
+            fns[name] = (lambda s, it: lambda: float(s(it)["loss"]))(step, iterator)
+        timings = interleaved_timings(fns, repeats=repeats, warmup=warmup)
+    tokens = batch_size * seq_length
+    records = []
+    for name, t in timings.items():
+        anchor_ms = TF_MODELS_ANCHOR["pd_ms" if name == "pd" else "layer_wise_ms"]
+        gflop = step_gflop(teacher_config, student_config, chosen[name], seq_length,
+                           batch_size, max_predictions_per_seq)
+        records.append({
+            "variant": name, "stage": chosen[name].name, "seq_length": seq_length,
+            "batch_size": batch_size, "mixed_precision": mixed_precision,
+            "jit_compile": jit_compile, "median_step_ms": t.median_ms, "min_step_ms": t.min_ms,
+            "max_step_ms": t.max_ms, "repeats": t.repeats,
+            "steps_per_second": 1e3 / t.median_ms, "tokens_per_second": tokens * 1e3 / t.median_ms,
+            "gflop_per_step": gflop, "gflop_per_second": gflop * 1e3 / t.median_ms,
+            "tf_models_anchor_ms": anchor_ms,
+            "speedup_vs_anchor_not_same_run": anchor_ms / t.median_ms})
+    return records

@@ -1,0 +1,114 @@
+"""Looking inside a transfer: per-layer transfer losses, feature statistics, attention maps,
+the FMT decomposition, and the stage-by-stage loss curves of a distillation run.
+
+Shapes: B batch, T tokens, H inter-block width, N heads, L layers. `batch` is
+a dict with at least input_word_ids / input_mask / input_type_ids [B, T].
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pandas as pd
+import tensorflow as tf
+
+from mbert_lib.distill.losses import FmtWeights, attention_transfer, feature_map_transfer
+from mbert_lib.models import INPUT_NAMES
+from mbert_lib.train.progress import read_scalars
+
+
+def encode(pretrainer_or_encoder, batch) -> dict:
+    """encoder_outputs [L, B, T, H] and attention_scores [L, B, N, T, T] (inference mode), numpy."""
+    encoder = getattr(pretrainer_or_encoder, "encoder", pretrainer_or_encoder)
+    out = encoder({k: batch[k] for k in INPUT_NAMES if k in batch}, training=False)
+    return {"encoder_outputs": np.stack([x.numpy() for x in out["encoder_outputs"]]),
+            "attention_scores": np.stack([a.numpy() for a in out["attention_scores"]])}
+
+
+def transfer_losses(teacher_out: dict, student_out: dict, mask, layer_map,
+                    weights: FmtWeights = FmtWeights()) -> pd.DataFrame:
+    """Per student layer l: FMT terms and AT against teacher layer layer_map[l] (losses module)."""
+    rows = []
+    for layer, t in enumerate(layer_map):
+        fmt = feature_map_transfer(tf.constant(teacher_out["encoder_outputs"][t]),
+                                   tf.constant(student_out["encoder_outputs"][layer]), mask,
+                                   weights)
+        at = attention_transfer(tf.constant(teacher_out["attention_scores"][t]),
+                                tf.constant(student_out["attention_scores"][layer]), mask)
+        rows.append({"layer": layer, "teacher_layer": t,
+                     **{k: float(v) for k, v in fmt.items()}, "at": float(at)})
+    return pd.DataFrame(rows).set_index("layer")
+
+
+def feature_statistics(outputs: dict, mask) -> pd.DataFrame:
+    """Per layer: the mean over real tokens of the per-token mean μ_t and std σ_t (over H)."""
+    mask = np.asarray(mask, bool)                                           # [B, T]
+    rows = []
+    for layer, h in enumerate(outputs["encoder_outputs"]):                  # [B, T, H]
+        real = h[mask]                                                      # [tokens, H]
+        rows.append({"layer": layer, "mean": float(real.mean(-1).mean()),
+                     "std": float(real.std(-1).mean())})
+    return pd.DataFrame(rows).set_index("layer")
+
+
+def fmt_decomposition(teacher, student, mask) -> dict:
+    """The paper's MSE and its exact split, averaged over real tokens ([B, T, H] inputs):
+
+        MSE(H^T_t, H^S_t) = (μ^T_t − μ^S_t)² + (σ^T_t − σ^S_t)²
+                            + σ^T_t σ^S_t · MSE(LN(H^T_t), LN(H^S_t))
+
+    with LN the parameter-free standardisation (ε = 0). Returns the four
+    averages, their sum and the largest per-token |MSE − sum|.
+    """
+    mask = np.asarray(mask, bool)
+    t = np.asarray(teacher, np.float64)[mask]                               # [tokens, H]
+    s = np.asarray(student, np.float64)[mask]
+    mu_t, mu_s, sd_t, sd_s = t.mean(-1), s.mean(-1), t.std(-1), s.std(-1)
+    ln_t = (t - mu_t[:, None]) / sd_t[:, None]
+    ln_s = (s - mu_s[:, None]) / sd_s[:, None]
+    mse = ((t - s) ** 2).mean(-1)
+    parts = {"mean_term": (mu_t - mu_s) ** 2, "std_term": (sd_t - sd_s) ** 2,
+             "shape_term": sd_t * sd_s * ((ln_t - ln_s) ** 2).mean(-1)}
+    total = sum(parts.values())
+    return {"paper_mse": float(mse.mean()), **{k: float(v.mean()) for k, v in parts.items()},
+            "sum_of_terms": float(total.mean()),
+            "max_abs_error": float(np.abs(mse - total).max())}
+
+
+def stage_curves(model_dir: str | os.PathLike, split: str = "train") -> pd.DataFrame:
+    """Every scalar a distillation run logged, stage by stage, in long format.
+
+    Columns: stage ("00_layer_0", ...), step (within the stage), global_step
+    (counting all stages before), metric, value.
+    """
+    root = os.path.join(os.fspath(model_dir), "tensorboard")
+    if not os.path.isdir(root):
+        raise FileNotFoundError(f"{root}: no TensorBoard logs (is {model_dir} a distillation "
+                                "run?)")
+    frames, offset = [], 0
+    for stage in sorted(d for d in os.listdir(root) if d[:2].isdigit()):
+        directory = os.path.join(root, stage, split)
+        if not os.path.isdir(directory):
+            continue
+        last = 0
+        for metric, (steps, values) in read_scalars(directory).items():
+            frames.append(pd.DataFrame({"stage": stage, "step": steps,
+                                        "global_step": [offset + s for s in steps],
+                                        "metric": metric, "value": values}))
+            last = max(last, max(steps))
+        offset += last
+    if not frames:
+        raise FileNotFoundError(f"{root}: no {split} scalars in any stage")
+    return pd.concat(frames, ignore_index=True)
+
+
+def attention_kl_per_head(teacher_probs, student_probs, mask) -> np.ndarray:
+    """KL(A^T ‖ A^S) per head [N], averaged over the real query tokens of one example.
+
+    teacher_probs / student_probs: [N, T, T]; mask [T].
+    """
+    return np.array([float(attention_transfer(tf.constant(teacher_probs[None, h:h + 1]),
+                                              tf.constant(student_probs[None, h:h + 1]),
+                                              np.asarray(mask)[None]))
+                     for h in range(teacher_probs.shape[0])])

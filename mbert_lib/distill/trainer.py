@@ -1,0 +1,298 @@
+"""The distillation trainer: a frozen teacher, a student, and the stages of a strategy.
+
+`run_distillation(experiment, teacher_dir, model_dir)` leaves in `model_dir`:
+
+    experiment.yaml                      the final config
+    stages/init/ckpt-0                   the student before any stage (embedding + MLM
+                                         head copied from the teacher) and the data position
+    stages/NN_<stage>/checkpoints/ckpt-N student + that stage's optimizer + step + data position
+    stages/NN_<stage>/stage_done.json    written when the stage finished: never redone
+    tensorboard/NN_<stage>/{train,eval}  every loss term, lr, grad norm, tokens/s; eval metrics
+    bert_config.json, model.ckpt.*, vocab.txt, tokenizer_config.json
+                                         the student as a model directory (mbert_lib.checkpoints)
+    training_done.json                   written last, with the held-out metrics
+
+A killed run resumes in the stage it was in, at the step of its last
+checkpoint, with that stage's optimizer state and data position; a stage
+that starts restores the student and data position the previous stage
+ended with. The teacher runs with training=False and is in no optimizer.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import filecmp
+import json
+import os
+import shutil
+import tempfile
+import time
+from typing import Callable, Optional
+
+import tensorflow as tf
+import tf_keras
+import yaml
+
+from mbert_lib import atomic
+from mbert_lib.checkpoints import load_pretrainer, write_model_files
+from mbert_lib.config_tree import changed_keys, from_dict, save_yaml
+from mbert_lib.distill.experiment import DistillExperiment, teacher_layer_map
+from mbert_lib.distill.initialize import copy_from_teacher
+from mbert_lib.distill.objective import DistillationObjective
+from mbert_lib.distill.plan import Stage, plan_stages, stage_variables, total_steps
+from mbert_lib.models import build_pretrainer
+from mbert_lib.optim import GroupedOptimizer, create_optimizer
+from mbert_lib.train.checkpointing import (
+    RunCheckpoint,
+    is_chief,
+    is_done,
+    read_done,
+    worker_directory,
+    write_done,
+)
+from mbert_lib.train.loop import make_evaluator, make_train_step, run_loop
+from mbert_lib.train.pretrain import check_batches
+from mbert_lib.train.pretrain_data import PretrainingData, build_pretraining_datasets
+from mbert_lib.train.progress import Scalars
+from mbert_lib.train.strategy import create_strategy, precision_policy
+
+EXPERIMENT_FILE = "experiment.yaml"
+STAGE_DONE_FILE = "stage_done.json"
+TOKENIZER_FILES = ("vocab.txt", "tokenizer_config.json")
+
+
+# ------------------------------------------------------------------ directories
+def stage_name(stage: Stage) -> str:
+    return f"{stage.index:02d}_{stage.name}"
+
+
+def stage_dir(model_dir: str | os.PathLike, stage: Stage) -> str:
+    return os.path.join(os.fspath(model_dir), "stages", stage_name(stage))
+
+
+def init_dir(model_dir: str | os.PathLike) -> str:
+    return os.path.join(os.fspath(model_dir), "stages", "init")
+
+
+def read_stage_done(directory: str) -> Optional[dict]:
+    path = os.path.join(directory, STAGE_DONE_FILE)
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def stage_checkpoint(model_dir: str | os.PathLike, stage: Optional[Stage]) -> Optional[str]:
+    """The newest checkpoint of `stage` (None: the initial student), or None."""
+    directory = init_dir(model_dir) if stage is None else os.path.join(
+        stage_dir(model_dir, stage), "checkpoints")
+    return tf.train.latest_checkpoint(directory)
+
+
+def load_stage_student(model_dir: str | os.PathLike, stage: Optional[Stage], config):
+    """The student Pretrainer as it was at the end of `stage` (None: before the first)."""
+    path = stage_checkpoint(model_dir, stage)
+    if path is None:
+        where = "init" if stage is None else stage_name(stage)
+        raise FileNotFoundError(f"{model_dir}: stage {where} has no checkpoint")
+    student = build_pretrainer(config)
+    tf.train.Checkpoint(model=student).read(path).expect_partial()
+    return student
+
+
+# ------------------------------------------------------------------- pieces
+def _changes(experiment: DistillExperiment, model_dir: str) -> list[str]:
+    """Settings changed since the run in model_dir started; models and strategy must not."""
+    path = os.path.join(model_dir, EXPERIMENT_FILE)
+    if not os.path.exists(path):
+        return []
+    with open(path, encoding="utf-8") as f:
+        previous = from_dict(DistillExperiment, yaml.safe_load(f))
+    changed = changed_keys(previous, experiment)
+    fixed = [k for k in changed if k.startswith(("teacher.", "student.",
+                                                 "distillation.strategy",
+                                                 "distillation.transfer_teacher_layers"))]
+    if fixed:
+        raise ValueError(f"{model_dir} holds a distillation run of different models or "
+                         f"another strategy ({path}); changed: {fixed}. Use another "
+                         "--model_dir.")
+    return changed
+
+
+def _check_tokenizer(teacher_dir: str, data: PretrainingData) -> None:
+    """The data's vocabulary must be the teacher's (when both have one)."""
+    teacher_vocab = os.path.join(teacher_dir, "vocab.txt")
+    if data.save_tokenizer is None or not os.path.exists(teacher_vocab):
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        data.save_tokenizer(tmp)
+        if not filecmp.cmp(teacher_vocab, os.path.join(tmp, "vocab.txt"), shallow=False):
+            raise ValueError(f"the training data's vocabulary differs from the teacher's "
+                             f"{teacher_vocab}: distil on data tokenized with the teacher's "
+                             "vocabulary (data.vocab_file, or the same data.cache_dir)")
+
+
+def _save_tokenizer(teacher_dir: str, data: PretrainingData, directory: str) -> None:
+    if data.save_tokenizer is not None:
+        data.save_tokenizer(directory)
+        return
+    for name in TOKENIZER_FILES:
+        source = os.path.join(teacher_dir, name)
+        if os.path.exists(source):
+            with atomic.atomic_path(os.path.join(directory, name)) as tmp:
+                shutil.copyfile(source, tmp)
+
+
+def _scaled(learning_rate, multiplier: float):
+    return dataclasses.replace(learning_rate, peak=learning_rate.peak * multiplier,
+                               end=learning_rate.end * multiplier)
+
+
+def build_stage_optimizer(optimizer_section, stage: Stage, groups: dict) -> GroupedOptimizer:
+    """One optimizer per learning-rate multiplier of the stage, clipping together; built."""
+    unclipped = dataclasses.replace(optimizer_section, global_clipnorm=None)
+    optimizer = GroupedOptimizer(
+        [create_optimizer(unclipped, _scaled(stage.learning_rate, rate), stage.train_steps)
+         for rate in groups], global_clipnorm=optimizer_section.global_clipnorm)
+    optimizer.build(list(groups.values()))
+    return optimizer
+
+
+def _restore_student(path: str, student, iterator) -> None:
+    tf.train.Checkpoint(model=student, train_iterator=iterator).read(
+        path).assert_existing_objects_matched().expect_partial()
+
+
+def final_eval_stage(experiment: DistillExperiment, num_layers: int) -> Stage:
+    """A measuring 'stage' over every layer + MLM/NSP: the metrics of a finished student."""
+    return Stage(-1, "final", 1, tuple(range(num_layers)), True, True, True,
+                 experiment.distillation.pretrain.learning_rate, {})
+
+
+# ---------------------------------------------------------------- the trainer
+def run_distillation(experiment: DistillExperiment, teacher_dir: str | os.PathLike,
+                     model_dir: str | os.PathLike, data: Optional[PretrainingData] = None,
+                     show_progress: bool = True, log: Callable[[str], None] = print) -> dict:
+    """Runs (or resumes, or skips) every stage; returns the done record with eval metrics."""
+    model_dir, teacher_dir = os.fspath(model_dir), os.fspath(teacher_dir)
+    student_config = experiment.student.build_config()
+    teacher_config = experiment.teacher.build_config()
+    stages = plan_stages(experiment.distillation, student_config.num_hidden_layers)
+    total = total_steps(stages)
+    changed = _changes(experiment, model_dir)
+    if is_done(model_dir, total):
+        done = read_done(model_dir)
+        log(f"already done: {model_dir} finished {done['train_steps']} student steps "
+            f"(asked for {total}); nothing to do")
+        return done
+    layer_map = teacher_layer_map(experiment.distillation.transfer_teacher_layers,
+                                  student_config.num_hidden_layers,
+                                  teacher_config.num_hidden_layers)
+    trainer, runtime = experiment.trainer, experiment.runtime
+    strategy = create_strategy(runtime.distribution_strategy, runtime.devices,
+                               runtime.tpu_address)
+    data = data if data is not None else build_pretraining_datasets(experiment)
+    check_batches(data.train, trainer.batch_size, experiment.data.seq_length,
+                  experiment.data.max_predictions_per_seq)
+    if trainer.batch_size % strategy.num_replicas_in_sync:
+        raise ValueError(f"trainer.batch_size ({trainer.batch_size}) must be a multiple of the "
+                         f"number of replicas ({strategy.num_replicas_in_sync})")
+    _check_tokenizer(teacher_dir, data)
+    os.makedirs(model_dir, exist_ok=True)
+    chief = is_chief(strategy)
+    if chief:
+        if changed:
+            log(f"note: continuing {model_dir} with changed settings: {changed}")
+        save_yaml(experiment, os.path.join(model_dir, EXPERIMENT_FILE))
+    log("stages: " + "; ".join(s.describe() for s in stages))
+    tf_keras.utils.set_random_seed(trainer.seed)
+    lw, pd = experiment.distillation.layer_wise, experiment.distillation.pretrain
+    records = []
+    with precision_policy(runtime.mixed_precision):
+        with strategy.scope():
+            teacher = load_pretrainer(teacher_dir, teacher_config)
+            teacher.trainable = False
+            student = build_pretrainer(student_config)
+        iterator = iter(data.train.repeat())   # global batches, split per replica in the step
+        initial = RunCheckpoint(worker_directory(init_dir(model_dir), strategy), 1,
+                                model=student, train_iterator=iterator)
+        if initial.latest is None:
+            if experiment.distillation.copy_embeddings:
+                copied = copy_from_teacher(teacher, student)
+                log(f"copied from the teacher by role: {', '.join(copied)}")
+            initial.save(0)
+        previous = initial.latest
+        for stage in stages:
+            directory = stage_dir(model_dir, stage)
+            header = f"stage {stage.index + 1}/{len(stages)} {stage.name}"
+            done = read_stage_done(directory)
+            if done is not None and done["train_steps"] >= stage.train_steps:
+                log(f"{header}: done, skipped")
+                previous = stage_checkpoint(model_dir, stage)
+                records.append(done)
+                continue
+            with strategy.scope():
+                groups = stage_variables(student, stage)
+                optimizer = build_stage_optimizer(trainer.optimizer, stage, groups)
+                step = tf.Variable(0, dtype=tf.int64, trainable=False, name="stage_step",
+                                   aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+            checkpoint = RunCheckpoint(
+                worker_directory(os.path.join(directory, "checkpoints"), strategy),
+                trainer.max_checkpoints_to_keep, model=student, optimizer=optimizer, step=step,
+                train_iterator=iterator)
+            restored = checkpoint.restore_latest()
+            if restored is None:
+                _restore_student(previous, student, iterator)
+            log(f"{header}: {stage.describe()}; " + (
+                f"resumed from {restored} at step {int(step)}" if restored
+                else f"starting from {previous}"))
+            objective = DistillationObjective(teacher, student, stage, layer_map, lw, pd)
+            evaluate = make_evaluator(strategy, objective,
+                                      data.eval if trainer.eval_each_stage else None,
+                                      trainer.eval_steps)
+            start = time.perf_counter()
+            metrics = run_loop(
+                train_step=make_train_step(strategy, objective, optimizer,
+                                           [v for vs in groups.values() for v in vs],
+                                           trainer.jit_compile),
+                iterator=iterator, step=step, train_steps=stage.train_steps,
+                checkpoint=checkpoint, checkpoint_interval=trainer.checkpoint_interval,
+                tokens_per_step=trainer.batch_size * experiment.data.seq_length,
+                scalars=Scalars(worker_directory(
+                    os.path.join(model_dir, "tensorboard", stage_name(stage)), strategy)),
+                log_interval=trainer.log_interval, evaluate=evaluate,
+                eval_interval=trainer.eval_interval, desc=header,
+                show_progress=show_progress and chief, log=log,
+                postfix_keys=("fmt", "at", "mlm_loss", "kd_loss"))
+            if not metrics and evaluate is not None:
+                metrics = evaluate()
+            previous = checkpoint.latest
+            record = {"stage": stage_name(stage), "train_steps": stage.train_steps,
+                      "seconds": round(time.perf_counter() - start, 1), "eval": metrics}
+            if chief:
+                atomic.write_text(os.path.join(directory, STAGE_DONE_FILE),
+                                  json.dumps(record, indent=2) + "\n")
+            records.append(record)
+        _restore_student(previous, student, iterator)   # the last stage's end, run or skipped
+        objective = DistillationObjective(teacher, student,
+                                          final_eval_stage(experiment,
+                                                           student_config.num_hidden_layers),
+                                          layer_map, lw, pd)
+        evaluate = make_evaluator(strategy, objective, data.eval, trainer.eval_steps)
+        final = evaluate() if evaluate is not None else {}
+    if chief:
+        write_model_files(student, model_dir,
+                          save_tokenizer=lambda d: _save_tokenizer(teacher_dir, data, d))
+        write_done(model_dir, total, eval=final, stages=records,
+                   strategy=experiment.distillation.strategy, teacher_dir=teacher_dir)
+        log(f"exported the student to {model_dir}")
+    return read_done(model_dir) if chief else {"train_steps": total, "eval": final}
+
+
+def read_run(model_dir: str | os.PathLike) -> tuple[DistillExperiment, list[Stage]]:
+    """The experiment a run in `model_dir` was started with, and its stages."""
+    from mbert_lib.distill.experiment import load_distill_experiment
+
+    experiment = load_distill_experiment(os.path.join(os.fspath(model_dir), EXPERIMENT_FILE))
+    layers = experiment.student.build_config().num_hidden_layers
+    return experiment, plan_stages(experiment.distillation, layers)

@@ -1,0 +1,109 @@
+"""The knowledge-transfer steps of `python -m mbert_lib reproduce` and their settings per preset.
+
+    pkt                    the main student: progressive transfer (FMT + AT per layer), then PD
+    jkt, akt               paper Table 8: joint and auxiliary transfer, same number of steps
+    ablation_no_transfer   paper Table 9, "bare" row: MLM + NSP only, no teacher at all
+    ablation_pd            Table 9 "+PD": pre-training distillation only
+    ablation_pd_fmt        Table 9 "+PD+FMT": PKT without attention transfer, then PD
+                           (Table 9's "+PD+FMT+AT" row is `pkt` itself)
+    ablation_fmt_at        not in the paper: PKT's layer-wise stages without the PD stage
+
+Every run but ablation_fmt_at makes the same number of student updates (rows
+without layer-wise stages spend them all in PD); each writes a model directory
+under runs/<preset>/<step> and records its held-out MLM accuracy,
+perplexity and NSP accuracy (on the held-out split of the pre-training data)
+in its step result. Settings name an experiment yaml and dotted overrides.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from mbert_lib.pipeline.core import Context, Step
+from mbert_lib.pipeline.steps import data_overrides
+from mbert_lib.runtime import REPO_ROOT
+
+HEADLINE = ("mlm_accuracy", "perplexity", "nsp_accuracy", "mlm_loss")
+
+
+def load_distill_step_experiment(ctx: Context, settings: Mapping[str, Any]):
+    """The yaml a distillation step names, with the data step's and the step's overrides."""
+    from mbert_lib.config_tree import apply_overrides
+    from mbert_lib.distill.experiment import load_distill_experiment
+
+    pairs = []
+    for key, value in data_overrides(ctx):
+        if key == "model.overrides.vocab_size":
+            pairs += [("teacher.overrides.vocab_size", value),
+                      ("student.overrides.vocab_size", value)]
+        else:
+            pairs.append((key, value))
+    experiment = load_distill_experiment(REPO_ROOT / settings["config_file"])
+    return apply_overrides(experiment, pairs + list(settings["overrides"].items()))
+
+
+def _runner(name: str):
+    def run(ctx: Context, settings: Mapping[str, Any]) -> dict:
+        from mbert_lib.distill.trainer import run_distillation
+
+        experiment = load_distill_step_experiment(ctx, settings)
+        done = run_distillation(experiment, ctx.step_dir("teacher"), ctx.step_dir(name),
+                                show_progress=ctx.show_progress, log=ctx.log)
+        metrics = done.get("eval") or {}
+        ctx.log(f"{name}: held-out " + ", ".join(
+            f"{k} {metrics[k]:.4g}" for k in HEADLINE if k in metrics))
+        return {"model_dir": str(ctx.step_dir(name)), "strategy": experiment.distillation.strategy,
+                "description": settings["description"], "train_steps": done.get("train_steps"),
+                "eval": metrics,
+                "stages": [{k: s[k] for k in ("stage", "train_steps", "seconds") if k in s}
+                           for s in done.get("stages", [])]}
+    return run
+
+
+_ROWS = [
+    ("pkt", "progressive knowledge transfer (FMT + AT per layer), then PD: the main student",
+     "experiments/distill_tiny_pkt.yaml", {}),
+    ("jkt", "joint knowledge transfer (all layers' FMT + AT together), then PD (Table 8)",
+     "experiments/distill_tiny_jkt.yaml", {}),
+    ("akt", "auxiliary knowledge transfer (FMT + AT + PD in one loss) (Table 8)",
+     "experiments/distill_tiny_akt.yaml", {}),
+    ("ablation_no_transfer", "no knowledge transfer: MLM + NSP pre-training only (Table 9)",
+     "experiments/distill_tiny_pkt.yaml",
+     {"distillation.strategy": "none", "distillation.copy_embeddings": False,
+      "distillation.pretrain.distill_ground_truth_ratio": 1.0}),
+    ("ablation_pd", "pre-training distillation only (Table 9 +PD)",
+     "experiments/distill_tiny_pkt.yaml", {"distillation.strategy": "none"}),
+    ("ablation_pd_fmt", "PKT with FMT only, then PD (Table 9 +PD+FMT)",
+     "experiments/distill_tiny_pkt.yaml", {"distillation.layer_wise.use_attention": False}),
+    ("ablation_fmt_at", "PKT's layer-wise stages (FMT + AT) without PD (not in the paper)",
+     "experiments/distill_tiny_pkt.yaml", {"distillation.pretrain.steps": 0}),
+]
+
+STEPS = [Step(name, title, _runner(name), ("teacher",)) for name, title, _, _ in _ROWS]
+
+
+def _settings(layer_steps: int, pd_steps: int, layers: int, extra: Mapping[str, Any]) -> dict:
+    """Every row's settings: the same number of student updates in each."""
+    total = layers * layer_steps + pd_steps
+    common = {"distillation.layer_wise.steps": layer_steps,
+              "distillation.pretrain.steps": pd_steps, **extra}
+    out = {}
+    for name, title, config_file, overrides in _ROWS:
+        overrides = {**common, **overrides}
+        if overrides.get("distillation.strategy") == "none":
+            overrides["distillation.pretrain.steps"] = total        # all updates in PD
+        out[name] = {"config_file": config_file, "description": title, "overrides": overrides}
+    return out
+
+
+SETTINGS = {
+    "laptop": _settings(layer_steps=75, pd_steps=300, layers=4, extra={}),
+    "smoke": _settings(layer_steps=20, pd_steps=20, layers=1, extra={
+        "teacher.overrides.num_hidden_layers": 2,
+        "student.overrides.num_hidden_layers": 1,
+        "distillation.transfer_teacher_layers": [1],
+        "trainer.batch_size": 16, "trainer.eval_batch_size": 32, "trainer.eval_steps": 2,
+        "trainer.eval_each_stage": False, "trainer.checkpoint_interval": 1000,
+        "trainer.log_interval": 2,
+        "distillation.pretrain.learning_rate.warmup_steps": 1}),
+}

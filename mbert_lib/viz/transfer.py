@@ -1,0 +1,138 @@
+"""Figures of knowledge transfer: attention maps teacher vs student, per-stage loss curves,
+feature statistics per layer, and strategy / ablation results beside the paper's."""
+
+from __future__ import annotations
+
+from typing import Mapping, Optional, Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import seaborn as sns
+
+from mbert_lib.viz import style
+
+
+def plot_attention_grid(rows: Sequence[Mapping], tokens: Sequence[str], path=None,
+                        title: Optional[str] = None, cell: float = 3.3):
+    """A grid of attention maps: one row per entry of `rows`, one column per map.
+
+    rows: [{"label": str, "maps": [(column title, probs [T, T]), ...]}, ...];
+    every row has the same number of maps. Rows are queries, columns keys;
+    one colour scale (0 .. the largest probability shown) for all panels.
+    """
+    style.apply()
+    n_rows, n_cols = len(rows), len(rows[0]["maps"])
+    vmax = max(float(np.max(m)) for r in rows for _, m in r["maps"])
+    fig, axes = plt.subplots(n_rows, n_cols, figsize=(cell * n_cols + 1.2, cell * n_rows + 0.6),
+                             squeeze=False)
+    labels = list(tokens)
+    for i, row in enumerate(rows):
+        for j, (column, probs) in enumerate(row["maps"]):
+            ax = axes[i, j]
+            sns.heatmap(np.asarray(probs), ax=ax, cmap="viridis", vmin=0.0, vmax=vmax,
+                        cbar=False, square=True, xticklabels=labels if i == n_rows - 1 else [],
+                        yticklabels=labels if j == 0 else [])
+            ax.set_title(column, fontsize=11)
+            ax.tick_params(axis="both", labelsize=7, length=0)
+            if j == 0:
+                ax.set_ylabel(row["label"], fontsize=12)
+    fig.colorbar(plt.cm.ScalarMappable(norm=plt.Normalize(0, vmax), cmap="viridis"),
+                 ax=axes, shrink=0.6, label="attention probability")
+    if title:
+        fig.suptitle(title, fontsize=15)
+    style.save(fig, path)
+    return fig
+
+
+def plot_stage_curves(curves: pd.DataFrame, path=None, title: Optional[str] = None):
+    """Training loss terms over the run, stages shaded and named (from `stage_curves`).
+
+    Panels (sharing the step axis): FMT (log scale), AT (KL), and the PD terms when
+    the run has them.
+    """
+    style.apply()
+    panels = [("FMT (weighted)", ["fmt"], True), ("AT: KL(teacher ‖ student)", ["at"], False),
+              ("PD terms", ["mlm_loss", "kd_loss", "nsp_loss"], False)]
+    panels = [p for p in panels if curves["metric"].isin(p[1]).any()]
+    fig, axes = plt.subplots(1, len(panels), figsize=(6.2 * len(panels), 4.6), squeeze=False,
+                             sharex=True)
+    ends = curves.groupby("stage")["global_step"].max().sort_values()
+    spans = list(zip([0] + list(ends.values[:-1]), ends.values, ends.index))
+    colors = sns.color_palette()
+    for ax, (name, metrics, log) in zip(axes[0], panels):
+        for k, (lo, hi, stage) in enumerate(spans):
+            ax.axvspan(lo, hi, color=style.GREY, alpha=0.08 if k % 2 else 0.0, lw=0)
+            ax.text((lo + hi) / 2, 1.01, stage.split("_", 1)[1], ha="center", va="bottom",
+                    transform=ax.get_xaxis_transform(), fontsize=10)
+        for i, metric in enumerate(metrics):
+            for _, part in curves[curves["metric"] == metric].groupby("stage"):
+                part = part.sort_values("global_step")
+                ax.plot(part["global_step"], part["value"], lw=1.6, color=colors[i])
+        if log:
+            ax.set_yscale("log")
+        ax.set_xlim(0, spans[-1][1])
+        ax.set_xlabel("student step (all stages)")
+        ax.set_title(name, pad=22)
+        if len(metrics) > 1:
+            handles = [plt.Line2D([], [], color=colors[i], lw=2) for i in range(len(metrics))]
+            ax.legend(handles, metrics, loc="best")
+    if title:
+        fig.suptitle(title, y=1.04)
+    fig.tight_layout()
+    style.save(fig, path)
+    return fig
+
+
+def plot_feature_statistics(stats: Mapping[str, pd.DataFrame], path=None,
+                            title: Optional[str] = None):
+    """Per-layer mean μ and std σ of the block outputs, one line per model (teacher, students)."""
+    style.apply()
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.4))
+    markers = "osD^v"
+    for k, (label, frame) in enumerate(stats.items()):
+        for ax, column in zip(axes, ("mean", "std")):
+            ax.plot(frame.index, frame[column], marker=markers[k % len(markers)], lw=2,
+                    label=label, color=style.PAPER if k == 0 else sns.color_palette()[k - 1])
+    for ax, name in zip(axes, ("mean over tokens of μ_t (per-token mean)",
+                               "mean over tokens of σ_t (per-token std)")):
+        ax.set_xlabel("block (layer)")
+        ax.set_title(name, fontsize=13)
+        ax.set_xticks(list(next(iter(stats.values())).index))
+    axes[1].legend(loc="best")
+    if title:
+        fig.suptitle(title, y=1.02)
+    fig.tight_layout()
+    style.save(fig, path)
+    return fig
+
+
+def plot_paper_vs_ours(tables: Sequence[tuple[str, pd.DataFrame]], ours_label: str,
+                       paper_label: str, path=None):
+    """For each (title, frame) a pair of bar panels: the paper's metric and ours per row.
+
+    frame: index = row names, columns "paper" (may be NaN), "ours", "ours_err" (optional).
+    """
+    style.apply()
+    fig, axes = plt.subplots(len(tables), 2, figsize=(13, 3.6 * len(tables)), squeeze=False)
+    for (title, frame), (left, right) in zip(tables, axes):
+        y = np.arange(len(frame))
+        left.barh(y, frame["paper"], color=style.PAPER, alpha=0.85)
+        right.barh(y, frame["ours"], xerr=frame.get("ours_err"), color=style.OURS, alpha=0.85)
+        for ax, column in ((left, "paper"), (right, "ours")):
+            values = frame[column].dropna()
+            if len(values):
+                lo, hi = float(values.min()), float(values.max())
+                pad = max((hi - lo) * 0.6, 1e-3 * max(abs(hi), 1))
+                ax.set_xlim(lo - pad, hi + pad)
+            for yi, v in zip(y, frame[column]):
+                if np.isfinite(v):
+                    ax.text(v, yi, f" {v:.4g}", va="center", fontsize=11)
+            ax.set_yticks(y)
+            ax.set_yticklabels(frame.index if ax is left else [])
+            ax.invert_yaxis()
+        left.set_title(f"{title}: paper, {paper_label}", fontsize=13)
+        right.set_title(f"{title}: ours, {ours_label}", fontsize=13)
+    fig.tight_layout()
+    style.save(fig, path)
+    return fig

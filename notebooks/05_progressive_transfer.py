@@ -1,0 +1,450 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 05 · Progressive knowledge transfer: every stage loss, layer by layer
+#
+# *Paper sections 3.5 (knowledge-transfer objectives) and 3.6 (training strategies),
+# Figure 2; equations (1)–(3).*
+#
+# MobileBERT is not trained from scratch. An IB-BERT teacher with the same 24-block,
+# 512-wide skeleton is trained first, and its knowledge is transferred into the thin
+# student *layer by layer*: "we use the feature map of the teacher as the knowledge to
+# transfer to the student, … and the attention distributions" (section 3.5), one layer
+# per stage, "the layers below being frozen" or tuned with a small learning rate
+# (section 3.6), before a final pre-training distillation on masked-LM and
+# next-sentence prediction.
+#
+# This notebook takes the laptop pair from notebook 04 (`tiny_teacher`, 4 IB-BERT blocks,
+# inter-block H = 128, intra-block 256, LayerNorm + gelu → `tiny_student`, 4 MobileBERT
+# blocks, intra-block 32, 4 FFNs, NoNorm + relu) and
+#
+# 1. computes each stage loss on real teacher/student activations, with its equation:
+#    feature-map transfer (FMT, and the decomposition tf-models trains), attention
+#    transfer (AT, a KL divergence between probabilities) and pre-training distillation (PD);
+# 2. copies the embedding and the MLM head from teacher to student *by role*;
+# 3. runs progressive knowledge transfer (PKT) through the pipeline and plots each
+#    stage's losses (`figures/05_stage_curves.png`);
+# 4. shows the attention maps of teacher and student, per layer, before and after that
+#    layer's stage (`figures/05_attention_transfer.png`, `figures/05_attention_heads.png`);
+# 5. follows the feature statistics μ and σ per layer (`figures/05_feature_statistics.png`).
+
+# %%
+import numpy as np
+import pandas as pd
+import tensorflow as tf
+
+from mbert_lib import runtime
+from mbert_lib.checkpoints import load_pretrainer
+from mbert_lib.data import load_tokenizer, make_pretraining_dataset
+from mbert_lib.distill import analysis
+from mbert_lib.distill.initialize import copy_from_teacher
+from mbert_lib.distill.losses import (FmtWeights, attention_transfer, feature_map_transfer,
+                                      masked_lm_cross_entropy, pretraining_distillation)
+from mbert_lib.distill.trainer import load_stage_student, read_run
+from mbert_lib.models import build_pretrainer
+from mbert_lib.pipeline import ensure, notebook_context
+from mbert_lib.train.objectives import model_inputs
+from mbert_lib.viz import transfer as transfer_viz
+
+pd.set_option("display.width", 180)
+pd.set_option("display.precision", 4)
+print("fast mode:", runtime.fast_mode())
+
+# %% [markdown]
+# ## 0. The artifacts: data, teacher, and the PKT student
+#
+# `ensure(["pkt"], ctx)` runs the pipeline steps the PKT student needs (data → teacher →
+# pkt) unless they are finished; a full run uses the `laptop` preset under `runs/laptop`
+# (real text when `MBERT_DATA_DIR` points at `../shared/data`), fast mode the tiny
+# `smoke` preset in a scratch directory. The teacher step takes about 10 minutes the first
+# time; everything is resumable and shared with the other notebooks.
+
+# %%
+ctx = notebook_context()
+results = ensure(["pkt"], ctx)
+data, teacher_result, pkt = ctx.result("data"), ctx.result("teacher"), results["pkt"]
+experiment, stages = read_run(pkt["model_dir"])
+teacher = load_pretrainer(teacher_result["model_dir"])
+student_config = experiment.student.build_config()
+layer_map = experiment.distillation.transfer_teacher_layers or tuple(
+    range(student_config.num_hidden_layers))
+print(f"teacher: {teacher_result['model_dir']}\nstudent: {pkt['model_dir']}")
+print(f"data: {data['source']} ({data['data_dir'] or 'builtin corpus'})")
+pd.DataFrame([{"stage": s.name, "loss": s.describe().split(": ", 1)[1],
+               "trained (rate multiplier)": ", ".join(f"{g} ×{r:g}" for g, r in s.rates.items())}
+              for s in stages])
+
+# %% [markdown]
+# A held-out batch of the pre-training data (never trained on) for every measurement below:
+
+# %%
+held_out = next(iter(make_pretraining_dataset(data["examples_dir"], runtime.pick(64, 16),
+                                              split="eval")))
+mask = held_out["input_mask"].numpy()                                     # [B, T]
+initial = load_stage_student(pkt["model_dir"], None, student_config)      # before any stage
+t_out = analysis.encode(teacher, held_out)
+s0_out = analysis.encode(initial, held_out)
+print("encoder_outputs", t_out["encoder_outputs"].shape, "(L, B, T, H);",
+      "attention_scores", t_out["attention_scores"].shape, "(L, B, N, T, T)")
+
+# %%
+L, B, T, H = s0_out["encoder_outputs"].shape
+assert s0_out["attention_scores"].shape == (L, B, student_config.num_attention_heads, T, T)
+assert t_out["encoder_outputs"].shape[1:] == (B, T, H)
+np.testing.assert_allclose(t_out["attention_scores"].sum(-1), 1.0, rtol=1e-4)
+
+# %% [markdown]
+# ## 1. Feature-map transfer (FMT)
+#
+# Teacher and student share the inter-block width H, so the output of every student
+# block can be compared with the output of its teacher block, token by token. For layer
+# $\ell$ and $T$ real tokens (paper eq. 1):
+#
+# $$\mathcal{L}^\ell_{FMT} = \frac{1}{TH} \sum_{t=1}^{T} \sum_{n=1}^{H}
+#   \big(H^{tr}_{t,\ell,n} - H^{st}_{t,\ell,n}\big)^2$$
+#
+# The released code (and tf-models) does not train this plain MSE. It trains three terms
+# that separate the *shape*, the *level* and the *spread* of each token's feature vector,
+# with μ and σ² the mean and variance over the H channels and LN the parameter-free
+# standardisation:
+#
+# $$\mathcal{L}^\ell_{FMT} \approx 100 \cdot \overline{\mathrm{MSE}\big(\mathrm{LN}(H^{tr}_t), \mathrm{LN}(H^{st}_t)\big)}
+#   + 5000 \cdot \overline{(\mu^{st}_t - \mu^{tr}_t)^2} + 5 \cdot \overline{\left|\sigma^{2,st}_t - \sigma^{2,tr}_t\right|}$$
+#
+# The split is not arbitrary: per token, the plain MSE *is* these three ingredients,
+#
+# $$\mathrm{MSE}(H^{tr}_t, H^{st}_t) = (\mu^{tr}_t - \mu^{st}_t)^2 + (\sigma^{tr}_t - \sigma^{st}_t)^2
+#   + \sigma^{tr}_t \sigma^{st}_t \cdot \mathrm{MSE}\big(\mathrm{LN}(H^{tr}_t), \mathrm{LN}(H^{st}_t)\big),$$
+#
+# so the practical loss re-weights the level, the spread and the shape. Computed here on
+# layer 0, teacher vs the student *before* its stage (`analysis.fmt_decomposition` in
+# float64, `feature_map_transfer` from the library's losses):
+
+# %%
+decomposition = analysis.fmt_decomposition(t_out["encoder_outputs"][layer_map[0]],
+                                           s0_out["encoder_outputs"][0], mask)
+fmt0 = feature_map_transfer(tf.constant(t_out["encoder_outputs"][layer_map[0]]),
+                            tf.constant(s0_out["encoder_outputs"][0]), mask,
+                            FmtWeights(100.0, 5000.0, 5.0))
+pd.DataFrame({"value": {**decomposition, **{f"library {k}": float(v) for k, v in fmt0.items()}}})
+
+# %%
+assert decomposition["max_abs_error"] < 1e-9 * max(1.0, decomposition["paper_mse"])
+np.testing.assert_allclose(decomposition["sum_of_terms"], decomposition["paper_mse"], rtol=1e-9)
+np.testing.assert_allclose(float(fmt0["fmt_paper_mse"]), decomposition["paper_mse"], rtol=1e-4)
+np.testing.assert_allclose(float(fmt0["fmt"]), 100 * float(fmt0["fmt_mse"])
+                           + 5000 * float(fmt0["fmt_mean"]) + 5 * float(fmt0["fmt_var"]),
+                           rtol=1e-5)
+print("MSE = mean term + std term + shape term holds per token to "
+      f"{decomposition['max_abs_error']:.1e}")
+
+# %% [markdown]
+# ## 2. Attention transfer (AT)
+#
+# Attention decides which tokens a layer mixes; the student should learn the teacher's
+# choices. Per layer, the KL divergence between the teacher's and the student's attention
+# distributions, averaged over the N heads and the T query tokens (paper eq. 2):
+#
+# $$\mathcal{L}^\ell_{AT} = \frac{1}{TN} \sum_{t=1}^{T} \sum_{a=1}^{N}
+#   D_{KL}\big(a^{tr}_{t,\ell,a} \,\|\, a^{st}_{t,\ell,a}\big)$$
+#
+# The encoders return *probabilities* (each row sums to 1), so the KL is computed on them
+# directly. tf-models applies a softmax to these probabilities a second time; since they
+# lie in [0, 1], softmax(p) is close to uniform over the keys, and the KL between two
+# nearly uniform rows is nearly zero whatever the maps look like:
+
+# %%
+a_t = tf.constant(t_out["attention_scores"][layer_map[0]])                 # [B, N, T, T]
+a_s = tf.constant(s0_out["attention_scores"][0])
+kl = float(attention_transfer(a_t, a_s, mask))
+masked_softmax = lambda p: tf.nn.softmax(tf.where(mask[:, None, None, :] > 0, p, -1e9))  # noqa: E731
+kl_double = float(attention_transfer(masked_softmax(a_t), masked_softmax(a_s), mask))
+real_keys = mask.sum(-1)
+double = masked_softmax(a_t).numpy()
+spread = double.max(-1)[mask[:, None, :].repeat(double.shape[1], 1) > 0].mean()
+print(f"AT layer 0, on probabilities: {kl:.4f}\n"
+      f"AT after a second softmax (tf-models): {kl_double:.6f}  ({kl / kl_double:,.0f}x smaller)\n"
+      f"largest weight per row after the second softmax: {spread:.4f} "
+      f"(uniform would be {np.mean(1 / real_keys):.4f})")
+
+# %%
+assert kl > 10 * kl_double > 0
+np.testing.assert_allclose(float(attention_transfer(a_t, a_t, mask)), 0.0, atol=1e-6)
+
+# %% [markdown]
+# ## 3. Pre-training distillation (PD)
+#
+# After the layer-wise stages, the whole student is trained on BERT's objectives with the
+# teacher's masked-LM distribution as a second target (paper eq. 3, α =
+# `distill_ground_truth_ratio` = 0.5):
+#
+# $$\mathcal{L}_{PD} = \alpha\, \mathcal{L}_{MLM} + (1-\alpha)\, \mathcal{L}_{KD} + \mathcal{L}_{NSP},
+# \qquad \mathcal{L}_{KD} = -\frac{1}{P}\sum_{p} \sum_{v} p^{tr}_{p,v} \log p^{st}_{p,v}$$
+#
+# tf-models writes it as one cross-entropy against the mixed labels
+# $\alpha\,\text{one-hot} + (1-\alpha)\,p^{tr}$: the same number, by linearity.
+# On the held-out batch, for the finished PKT student:
+
+# %%
+final = load_pretrainer(pkt["model_dir"])
+inputs = model_inputs(held_out)
+t_logits = teacher(inputs, training=False)
+s_logits = final(inputs, training=False)
+pd_terms = pretraining_distillation(
+    s_logits["mlm_logits"], t_logits["mlm_logits"], held_out["masked_lm_ids"],
+    held_out["masked_lm_weights"], s_logits["nsp_logits"], held_out["next_sentence_labels"],
+    alpha=0.5)
+vocab = s_logits["mlm_logits"].shape[-1]
+mixed = 0.5 * tf.one_hot(held_out["masked_lm_ids"], vocab) + 0.5 * tf.nn.softmax(
+    t_logits["mlm_logits"], -1)
+mixed_ce = float(masked_lm_cross_entropy(s_logits["mlm_logits"], mixed,
+                                         held_out["masked_lm_weights"]))
+print({k: round(float(v), 4) for k, v in pd_terms.items()},
+      f"| tf-models' mixed-label CE {mixed_ce:.4f}")
+
+# %%
+np.testing.assert_allclose(float(pd_terms["loss"] - pd_terms["nsp"]), mixed_ce, rtol=1e-5)
+assert float(pd_terms["kd"]) >= 0 and float(pd_terms["mlm"]) > 0
+
+# %% [markdown]
+# ## 4. Copying the embedding and the MLM head *by role*
+#
+# Teacher and student have the same embedding and MLM head shapes, so the student starts
+# with the teacher's (section 3.6). `copy_from_teacher` copies every weight to the
+# variable with the same *role* (token table, trigram projection, position and type
+# tables, norm γ and β, MLM transform and output bias). tf-models copies with
+# `get_weights()` / `set_weights()`, i.e. by position; its NoNorm creates its variables
+# in the order (β, γ) while LayerNormalization creates (γ, β), so the student's γ
+# receives the teacher's β and vice versa. This library's NoNorm happens to create
+# (γ, β), but a copy by role does not depend on such an accident:
+
+# %%
+fresh = build_pretrainer(student_config)
+t_norm, s_norm = teacher.encoder.embedding.norm, fresh.encoder.embedding.norm
+print("teacher embedding norm:", type(t_norm).__name__,
+      [w.name.split("/")[-1] for w in t_norm.weights])
+print("student embedding norm:", type(s_norm).__name__,
+      [w.name.split("/")[-1] for w in s_norm.weights])
+copied = copy_from_teacher(teacher, fresh)
+print(f"copied by role ({len(copied)}):", ", ".join(copied))
+
+# %% [markdown]
+# What the swap does: NoNorm computes γ ⊙ h + β. With the teacher's γ (≈ 1) and β
+# (≈ 0) in each other's places, the student's embedding computes β_T ⊙ h + γ_T ≈ 0 · h + 1:
+# nearly the same vector for every token, before training has even started:
+
+# %%
+def embedding_spread(model):
+    out = model.encoder.embedding(one_batch["input_word_ids"], one_batch["input_type_ids"],
+                                  training=False).numpy()[0]            # [T, H]
+    return float(out.std(0).mean())                                     # spread across tokens
+
+one_batch = {k: held_out[k][:1] for k in ("input_word_ids", "input_type_ids")}
+by_role = embedding_spread(fresh)
+s_norm.gamma.assign(t_norm.beta)          # what a (β, γ) <- (γ, β) positional copy writes
+s_norm.beta.assign(t_norm.gamma)
+swapped = embedding_spread(fresh)
+copy_from_teacher(teacher, fresh)
+print(f"student embedding output, std across tokens: copied by role {by_role:.3f}, "
+      f"γ/β swapped {swapped:.3f}")
+
+# %%
+np.testing.assert_array_equal(s_norm.gamma.numpy(), t_norm.gamma.numpy())
+np.testing.assert_array_equal(s_norm.beta.numpy(), t_norm.beta.numpy())
+assert swapped < 0.5 * by_role
+np.testing.assert_array_equal(initial.encoder.embedding.word_embeddings.embeddings.numpy(),
+                              teacher.encoder.embedding.word_embeddings.embeddings.numpy())
+
+# %% [markdown]
+# ## 5. Progressive knowledge transfer, stage by stage
+#
+# The pipeline's `pkt` step ran the stages listed in section 0: stage ℓ minimises
+# $\mathcal{L}^\ell_{FMT} + \mathcal{L}^\ell_{AT}$ and trains block ℓ at the full learning
+# rate, the blocks below and the embedding at 0.1× (LAMB and Adam normalise the gradient,
+# so a slower layer needs its own learning rate, not a scaled gradient: the trainer gives
+# each rate its own optimizer). The teacher runs in inference mode and is never updated.
+# Wall time per stage of the run (2 CPU cores, shared):
+
+# %%
+pd.DataFrame(pkt["stages"]).set_index("stage")
+
+# %%
+curves = analysis.stage_curves(pkt["model_dir"])
+fig = transfer_viz.plot_stage_curves(
+    curves, runtime.figure_path("05_stage_curves.png"),
+    title="PKT on the laptop pair: each stage trains one layer, then PD trains all")
+
+# %%
+per_stage = curves[curves.metric.isin(["fmt", "at"])].groupby(["stage", "metric"])["value"]
+drop = (per_stage.first() / per_stage.last()).unstack()
+print("first / last logged training value per stage:\n", drop)
+assert set(curves.stage) == {f"{s.index:02d}_{s.name}" for s in stages}
+assert (drop["fmt"].dropna() > 1).all(), "FMT fell in every layer-wise stage"
+
+# %% [markdown]
+# ## 6. Attention maps: teacher vs student, before and after each stage
+#
+# One sentence, every layer. Columns: the teacher's map (teacher layer $t_\ell$), the
+# student's layer ℓ *before* its stage (after the stages below it), right *after* its
+# stage, and after the final PD stage. The head shown per layer is the one whose teacher
+# map is sharpest (lowest mean entropy); the KL of that head on this sentence is in each title.
+
+# %%
+tokenizer = load_tokenizer(teacher_result["model_dir"])
+sentence = "the film is a charming and often affecting journey ."
+ids = [tokenizer.token_to_id("[CLS]")] + tokenizer.encode(sentence) + [
+    tokenizer.token_to_id("[SEP]")]
+tokens = [tokenizer.vocab[i] for i in ids]
+one = {"input_word_ids": tf.constant([ids]), "input_mask": tf.ones([1, len(ids)], tf.int32),
+       "input_type_ids": tf.zeros([1, len(ids)], tf.int32)}
+one_mask = np.ones(len(ids))
+layer_stages = [s for s in stages if s.layer_wise]
+snapshots = {"teacher": analysis.encode(teacher, one)}
+for k, stage in enumerate(layer_stages):
+    before = initial if k == 0 else load_stage_student(pkt["model_dir"], layer_stages[k - 1],
+                                                         student_config)
+    after = load_stage_student(pkt["model_dir"], stage, student_config)
+    snapshots[("before", k)] = analysis.encode(before, one)
+    snapshots[("after", k)] = analysis.encode(after, one)
+snapshots["final"] = analysis.encode(final, one)
+print(len(tokens), "tokens:", " ".join(tokens))
+
+# %%
+rows, kl_rows = [], []
+for k, stage in enumerate(layer_stages):
+    t_maps = snapshots["teacher"]["attention_scores"][layer_map[k], 0]       # [N, T, T]
+    entropy = -(t_maps * np.log(t_maps + 1e-12)).sum(-1).mean(-1)          # [N]
+    head = int(np.argmin(entropy))
+    maps = [(f"teacher layer {layer_map[k]}", t_maps[head])]
+    for label, key in [("before stage", ("before", k)), ("after stage", ("after", k)),
+                       ("after PD", "final")]:
+        s_maps = snapshots[key]["attention_scores"][k, 0]
+        per_head = analysis.attention_kl_per_head(t_maps, s_maps, one_mask)
+        maps.append((f"student {label}\nKL {per_head[head]:.3f}", s_maps[head]))
+        kl_rows.append({"layer": k, "snapshot": label, "KL (all heads)": per_head.mean()})
+    rows.append({"label": f"layer {k} · head {head}", "maps": maps})
+fig = transfer_viz.plot_attention_grid(
+    rows, tokens, runtime.figure_path("05_attention_transfer.png"),
+    title="Attention transfer: teacher vs student, before and after each layer's stage")
+
+# %%
+kl_table = pd.DataFrame(kl_rows).pivot(index="layer", columns="snapshot",
+                                       values="KL (all heads)")[
+    ["before stage", "after stage", "after PD"]]
+kl_table
+
+# %%
+assert (kl_table["after stage"] < kl_table["before stage"]).all(), kl_table
+print("every layer's attention moved towards the teacher's in its own stage")
+
+# %% [markdown]
+# All heads of one layer (the deepest): the teacher's maps (top) and the finished
+# student's (bottom).
+
+# %%
+deep = len(layer_stages) - 1
+t_maps = snapshots["teacher"]["attention_scores"][layer_map[deep], 0]
+s_maps = snapshots["final"]["attention_scores"][deep, 0]
+per_head = analysis.attention_kl_per_head(t_maps, s_maps, one_mask)
+fig = transfer_viz.plot_attention_grid(
+    [{"label": f"teacher layer {layer_map[deep]}", "maps": [(f"head {h}", t_maps[h])
+                                                            for h in range(len(t_maps))]},
+     {"label": f"student layer {deep}", "maps": [(f"head {h} · KL {per_head[h]:.3f}", s_maps[h])
+                                                 for h in range(len(s_maps))]}],
+    tokens, runtime.figure_path("05_attention_heads.png"),
+    title=f"Every head of layer {deep}: teacher (top) vs the finished PKT student (bottom)")
+
+# %% [markdown]
+# KL per layer on the whole held-out batch (not one sentence): the student before any
+# stage, after all layer-wise stages, and after PD.
+
+# %%
+after_lw = load_stage_student(pkt["model_dir"], layer_stages[-1], student_config)
+held_kl = pd.DataFrame({
+    label: analysis.transfer_losses(t_out, analysis.encode(model, held_out), mask,
+                                    layer_map)["at"]
+    for label, model in [("initial", initial), ("after layer-wise stages", after_lw),
+                         ("after PD", final)]})
+held_kl
+
+# %%
+assert (held_kl["after layer-wise stages"] < held_kl["initial"]).all()
+
+# %% [markdown]
+# ## 7. Feature statistics per layer
+#
+# FMT's mean and variance terms pull each student block's per-token mean μ and spread σ
+# to the teacher's. The teacher normalises with LayerNorm (each block output is
+# γ ⊙ standardised + β); the student's NoNorm has no standardisation at all, so the
+# statistics are *learned*:
+
+# %%
+stats = {"teacher": analysis.feature_statistics(
+            {"encoder_outputs": t_out["encoder_outputs"][list(layer_map)]}, mask),
+         "student, initial": analysis.feature_statistics(s0_out, mask),
+         "student, after layer-wise": analysis.feature_statistics(
+             analysis.encode(after_lw, held_out), mask),
+         "student, after PD": analysis.feature_statistics(analysis.encode(final, held_out),
+                                                          mask)}
+fig = transfer_viz.plot_feature_statistics(
+    stats, runtime.figure_path("05_feature_statistics.png"),
+    title="Block outputs: per-token mean and std, teacher vs student")
+pd.concat(stats, axis=1)
+
+# %%
+gap = {k: (v - stats["teacher"]).abs().mean() for k, v in stats.items() if k != "teacher"}
+print(pd.DataFrame(gap).T)
+assert gap["student, after layer-wise"]["std"] < gap["student, initial"]["std"]
+
+# %% [markdown]
+# ## 8. Where this leaves the student
+#
+# Held-out masked-LM accuracy, perplexity and NSP accuracy of the teacher and of the PKT
+# student (the held-out split of the pre-training corpus):
+
+# %%
+pd.DataFrame({"teacher": teacher_result["eval"], "PKT student": pkt["eval"]}).loc[
+    ["mlm_accuracy", "perplexity", "nsp_accuracy"]]
+
+# %% [markdown]
+# ## Summary
+#
+# * **FMT** compares block outputs token by token; the trained loss re-weights the three
+#   exact ingredients of the plain MSE (level, spread, shape), checked numerically here.
+# * **AT** is a KL divergence between attention *probabilities*; applying a softmax to
+#   them again (as tf-models does) flattens both distributions and shrinks the loss by
+#   orders of magnitude.
+# * **PD** mixes the ground truth and the teacher's MLM distribution; it equals
+#   tf-models' single cross-entropy against mixed labels.
+# * The embedding and MLM head are **copied by role**; a positional copy swaps NoNorm's
+#   γ and β.
+# * In **PKT**, each stage pulls its own layer's attention and feature statistics
+#   towards the teacher's (`figures/05_attention_transfer.png`, `05_attention_heads.png`,
+#   `05_stage_curves.png`, `05_feature_statistics.png`); PD then trains everything on
+#   the output distribution. Notebook 06 compares PKT with joint and auxiliary transfer
+#   (Table 8) and removes parts of the objective (Table 9).
+#
+# ## Exercises
+#
+# 1. Set `distillation.layer_wise.lower_lr_multiplier=0` (lower layers frozen, the paper's
+#    first description) and rerun the `pkt` step in a new output directory. Which layers'
+#    KL changes, and why can the deepest layer still reach the teacher?
+# 2. Compute the decomposition of section 1 for the student *after* its stage. Which of
+#    the three terms did the stage reduce most, and how do the weights 100 / 5000 / 5
+#    explain it?
+# 3. Replace `attention_transfer` by the double-softmax version in a one-layer stage and
+#    watch the AT curve: what does the student learn about attention?
+# 4. Map a 2-layer student onto teacher layers [1, 3] with
+#    `distillation.transfer_teacher_layers` (and `student.overrides.num_hidden_layers=2`).
+#    Which teacher layers would you choose for a 6-layer student of a 24-layer teacher?

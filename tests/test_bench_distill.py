@@ -1,0 +1,47 @@
+"""`bench distill`: three timed variants with consistent FLOP accounting (no timing asserts)."""
+
+import json
+
+import pytest
+
+import mbert_lib as m
+from mbert_lib.anatomy.flops import flops
+from mbert_lib.bench.distill import step_gflop
+from mbert_lib.distill.experiment import DistillationSection
+from mbert_lib.distill.plan import plan_stages
+
+TEACHER = m.get_preset("tiny_teacher").replace(vocab_size=64, num_hidden_layers=2,
+                                               max_position_embeddings=32)
+STUDENT = m.get_preset("tiny_student").replace(vocab_size=64, num_hidden_layers=2,
+                                               max_position_embeddings=32)
+
+
+def test_step_gflop_counts_what_each_stage_runs():
+    first, last, pd = plan_stages(DistillationSection(), 2)
+    one = lambda c: c.replace(num_hidden_layers=1)   # noqa: E731
+    assert step_gflop(TEACHER, STUDENT, first, 16, 4, 3) == pytest.approx(
+        4 * (flops(one(TEACHER), 16) + 3 * flops(one(STUDENT), 16)) / 1e9)
+    assert step_gflop(TEACHER, STUDENT, last, 16, 4, 3) == pytest.approx(
+        4 * (flops(TEACHER, 16) + 3 * flops(STUDENT, 16)) / 1e9)
+    heads = 4 * 2 * 3 * (128 * 128 + 128 * 64) * 4 / 1e9
+    assert step_gflop(TEACHER, STUDENT, pd, 16, 4, 3) == pytest.approx(
+        step_gflop(TEACHER, STUDENT, last, 16, 4, 3) + heads)
+
+
+def test_bench_distill_cli_writes_three_records(tmp_path, monkeypatch, capsys):
+    from mbert_lib.cli import main
+
+    monkeypatch.setattr(m.config, "PRESETS", {**m.config.PRESETS, "t_tiny": TEACHER,
+                                              "s_tiny": STUDENT})
+    path = tmp_path / "bench.json"
+    assert main(["bench", "distill", "--teacher", "t_tiny", "--student", "s_tiny",
+                 "--seq_length", "16", "--batch_size", "4", "--max_predictions_per_seq", "3",
+                 "--repeats", "2", "--warmup", "1", "--json", str(path)]) == 0
+    records = json.loads(path.read_text())
+    assert [r["variant"] for r in records] == ["layer_wise_first", "layer_wise_last", "pd"]
+    for r in records:
+        assert r["median_step_ms"] > 0 and r["repeats"] == 2
+        assert r["tokens_per_second"] == pytest.approx(4 * 16 * 1e3 / r["median_step_ms"])
+        assert r["gflop_per_second"] == pytest.approx(r["gflop_per_step"] * 1e3
+                                                      / r["median_step_ms"])
+    assert "layer_wise_last" in capsys.readouterr().out
