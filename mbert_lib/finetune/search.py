@@ -37,6 +37,12 @@ def run_name(point: Mapping[str, Any], seed: int) -> str:
     return re.sub(r"[^\w.=,+-]", "_", ",".join(parts + [f"seed={seed}"]))
 
 
+def _value(config, dotted: str):
+    for part in dotted.split("."):
+        config = getattr(config, part)
+    return config
+
+
 def mean_std(values: Sequence[float]) -> tuple[float, float]:
     """(mean, sample standard deviation); std is nan for a single value."""
     values = np.asarray(values, np.float64)
@@ -60,7 +66,8 @@ def run_grid(experiment, root: str | os.PathLike, grid: Mapping[str, Sequence[An
             done = run(point_experiment, directory,
                        data=cached_task_data(point_experiment, loaded),
                        show_progress=show_progress, log=log)
-            records.append({"point": dict(point), "seed": seed, "model_dir": directory,
+            records.append({"point": {k: _value(point_experiment, k) for k in point},
+                            "seed": seed, "model_dir": directory,
                             "metric": done["metric"], "dev": done["eval"],
                             "best_epoch": done["best_epoch"],
                             "train_seconds": done["seconds"]["train"]})
