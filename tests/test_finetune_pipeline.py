@@ -38,7 +38,7 @@ def test_steps_named_in_settings_run_first_and_enter_the_fingerprint(tmp_path):
 
 def test_a_missing_model_is_skipped_with_a_reason_or_raises(tmp_path):
     settings = {"config_file": "experiments/finetune_sst2_laptop.yaml", "task": "auto",
-                "overrides": {}, "models": {"pkt": 3}, "missing": "skip"}
+                "overrides": {}, "models": {"pkt": {"seeds": 3}}, "missing": "skip"}
     result = steps_finetune.run_finetune(_ctx(tmp_path, {}), settings)
     assert result["task"] == "builtin_shuffled"
     assert result["models"]["pkt"]["status"] == "missing"
@@ -64,8 +64,10 @@ def test_both_baselines_get_the_student_budget_and_the_models_are_settings(prese
     models = settings["finetune"]["models"]
     assert {"teacher", "pkt", "student_scratch", "bert_baseline"} <= set(models)
     if preset == "laptop":
-        assert all(models[m] >= 3 for m in ("teacher", "pkt", "student_scratch",
-                                              "bert_baseline"))
+        assert all(models[m]["seeds"] >= 3 for m in ("teacher", "pkt", "student_scratch",
+                                                       "bert_baseline"))
+    rates = {m: spec["overrides"]["trainer.learning_rate"] for m, spec in models.items()}
+    assert rates["pkt"] == rates["student_scratch"], "one architecture, one learning rate"
     names = [s.name for s in STEPS]
     assert names.index("finetune") > max(names.index(m) for m in models if m in names)
 
