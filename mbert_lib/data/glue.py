@@ -1,58 +1,138 @@
-"""GLUE SST-2 (binary sentiment) from a local directory or the `datasets` hub.
+"""GLUE tasks (SST-2, CoLA, MRPC, RTE, STS-B) from a local directory or the `datasets` hub.
 
-Local layout (GLUE's own): `<data_dir>/glue/SST-2/` or `<data_dir>/SST-2/` with
-    train.tsv, dev.tsv           header `sentence<TAB>label`, label 0 or 1
-    test_labeled.tsv             the test sentences with labels (GLUE's own
-                                 test.tsv has none)
-Hub: `nyu-mll/glue`, config `sst2`, splits train / validation / test (the
-hub's test labels are -1, i.e. hidden, so only train and dev load from it).
+Local layout (GLUE's own): `<data_dir>/glue/<TASK>/` or `<data_dir>/<TASK>/` with
+
+    task   directory  columns of train.tsv / dev.tsv               label
+    sst2   SST-2      header `sentence<TAB>label`                   0 / 1
+    cola   CoLA       no header: source, label, original label, sentence   0 / 1
+    mrpc   MRPC       header `Quality  #1 ID  #2 ID  #1 String  #2 String`  0 / 1 (Quality)
+    rte    RTE        header `index  sentence1  sentence2  label`    entailment / not_entailment
+    stsb   STS-B      header `index genre ... sentence1 sentence2 score`  a number in [0, 5]
+
+plus an optional `test_labeled.tsv` in the same format (GLUE's own test.tsv
+files have no labels). Files are tab-separated without quoting, as GLUE's
+own reader reads them. Hub: `nyu-mll/glue`, the task's config, splits
+train / validation / test (test labels are -1, i.e. hidden).
 
 Splits are named "train", "dev", "test" for every source. Every example is
-a (sentence, label) pair; a label outside {0, 1} is an error naming the file
-and line (or the hub row).
+a `GlueExample(text_a, text_b, label)`: text_b is None for single-sentence
+tasks; the label is the class id (the position of the raw label in the
+task's `labels`, the hub's ids) or, for STS-B, a float. A label outside the
+task's classes is an error naming the file and line (or the hub row).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable, NamedTuple, Optional, Union
 
 from mbert_lib.data.errors import DataError
 from mbert_lib.data.hub import load_hub_split
 
-SST2_FILES = {"train": "train.tsv", "dev": "dev.tsv", "test": "test_labeled.tsv"}
-HUB_PATH, HUB_CONFIG = "nyu-mll/glue", "sst2"
+HUB_PATH = "nyu-mll/glue"
+SPLIT_FILES = {"train": "train.tsv", "dev": "dev.tsv", "test": "test_labeled.tsv"}
 _HUB_SPLITS = {"train": "train", "dev": "validation", "test": "test"}
-LABELS = (0, 1)
+Column = Union[str, int]   # a header name, or a field index in a file without a header
 
+
+class GlueExample(NamedTuple):
+    text_a: str
+    text_b: Optional[str]
+    label: Union[int, float]
+
+
+@dataclasses.dataclass(frozen=True)
+class GlueFormat:
+    """Where one GLUE task's files are and how their columns read."""
+
+    directory: str                       # e.g. "SST-2"
+    hub_config: str                      # e.g. "sst2"
+    text_columns: tuple[Column, ...]     # one (single sentence) or two (pair) columns
+    label_column: Column
+    labels: Optional[tuple[str, ...]]    # raw label strings, id = position; None: regression
+    num_fields: Optional[int] = None     # files without a header: fields per row
+    label_range: tuple[float, float] = (0.0, 5.0)   # regression only
+    hub_text_columns: tuple[str, ...] = ("sentence",)
+
+    @property
+    def has_header(self) -> bool:
+        return self.num_fields is None
+
+
+FORMATS = {
+    "sst2": GlueFormat("SST-2", "sst2", ("sentence",), "label", ("0", "1")),
+    "cola": GlueFormat("CoLA", "cola", (3,), 1, ("0", "1"), num_fields=4),
+    "mrpc": GlueFormat("MRPC", "mrpc", ("#1 String", "#2 String"), "Quality", ("0", "1"),
+                       hub_text_columns=("sentence1", "sentence2")),
+    "rte": GlueFormat("RTE", "rte", ("sentence1", "sentence2"), "label",
+                      ("entailment", "not_entailment"),
+                      hub_text_columns=("sentence1", "sentence2")),
+    "stsb": GlueFormat("STS-B", "stsb", ("sentence1", "sentence2"), "score", None,
+                       hub_text_columns=("sentence1", "sentence2")),
+}
+
+# SST-2 names kept for the pre-training corpus (mbert_lib.data.corpus).
+SST2_FILES = SPLIT_FILES
+HUB_CONFIG = FORMATS["sst2"].hub_config
 Example = tuple[str, int]
 
 
-def find_sst2_dir(data_dir: str | Path) -> Path:
-    """`<data_dir>/glue/SST-2` or `<data_dir>/SST-2`, whichever exists."""
+def get_format(task: str) -> GlueFormat:
+    if task not in FORMATS:
+        raise DataError(f"unknown GLUE task {task!r}; expected one of {sorted(FORMATS)}")
+    return FORMATS[task]
+
+
+def find_task_dir(data_dir: str | Path, directory: str) -> Path:
+    """`<data_dir>/glue/<directory>` or `<data_dir>/<directory>`, whichever exists."""
     data_dir = Path(data_dir)
     if not data_dir.is_dir():
         raise FileNotFoundError(f"data directory {data_dir} does not exist")
-    candidates = [data_dir / "glue" / "SST-2", data_dir / "SST-2"]
+    candidates = [data_dir / "glue" / directory, data_dir / directory]
     for candidate in candidates:
         if candidate.is_dir():
             return candidate
-    raise FileNotFoundError(
-        f"no SST-2 directory under {data_dir}; looked for {', '.join(map(str, candidates))}")
+    raise FileNotFoundError(f"no {directory} directory under {data_dir}; looked for "
+                            f"{', '.join(map(str, candidates))}")
 
 
-def _label(value: str, where: str) -> int:
-    value = value.strip()
-    if value not in ("0", "1"):
-        raise DataError(f"{where}: label must be 0 or 1, got {value!r}")
-    return int(value)
+def find_sst2_dir(data_dir: str | Path) -> Path:
+    return find_task_dir(data_dir, FORMATS["sst2"].directory)
 
 
-def read_sst2_tsv(path: str | Path) -> list[Example]:
-    """(sentence, label) pairs of a GLUE-style TSV with `sentence` and `label` columns.
+def parse_label(value, fmt: GlueFormat, where: str) -> Union[int, float]:
+    """The class id (or the score) of a raw label; DataError naming `where` otherwise."""
+    text = str(value).strip()
+    if fmt.labels is None:
+        low, high = fmt.label_range
+        try:
+            score = float(text)
+        except ValueError:
+            score = float("nan")
+        if not low <= score <= high:
+            raise DataError(f"{where}: label must be a number in [{low:g}, {high:g}], "
+                            f"got {text!r}")
+        return score
+    if text not in fmt.labels:
+        names = " or ".join(fmt.labels) if len(fmt.labels) == 2 else ", ".join(fmt.labels)
+        raise DataError(f"{where}: label must be {names}, got {text!r}")
+    return fmt.labels.index(text)
 
-    Tab-separated, no quoting (as GLUE's reader does), first line the header.
-    """
+
+def _column_indices(header: list[str], fmt: GlueFormat, path: Path, first_line: str):
+    wanted = [*fmt.text_columns, fmt.label_column]
+    missing = [c for c in wanted if c not in header]
+    if missing:
+        hint = (" (GLUE's own test.tsv has no labels; use test_labeled.tsv)"
+                if "label" not in header and fmt.label_column not in header else "")
+        raise DataError(f"{path}:1: expected the header {'<TAB>'.join(map(str, wanted))} "
+                        f"(columns {missing} missing), got {first_line!r}{hint}")
+    return [header.index(c) for c in fmt.text_columns], header.index(fmt.label_column)
+
+
+def read_glue_tsv(path: str | Path, fmt: GlueFormat) -> list[GlueExample]:
+    """The examples of one GLUE-layout TSV file of the task `fmt` describes."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path} does not exist")
@@ -61,63 +141,87 @@ def read_sst2_tsv(path: str | Path) -> list[Example]:
     except UnicodeDecodeError as e:
         raise DataError(f"{path}: not UTF-8 text ({e})") from e
     if not lines:
-        raise DataError(f"{path}: empty file; expected the header 'sentence<TAB>label' and rows")
-    header = [name.strip() for name in lines[0].split("\t")]
-    if "sentence" not in header or "label" not in header:
-        hint = (" (GLUE's own SST-2 test.tsv has no labels; use test_labeled.tsv)"
-                if header == ["index", "sentence"] else "")
-        raise DataError(f"{path}:1: expected the header 'sentence<TAB>label', "
-                        f"got {lines[0]!r}{hint}")
-    s_col, l_col = header.index("sentence"), header.index("label")
+        raise DataError(f"{path}: empty file; expected "
+                        + ("a header and rows" if fmt.has_header else "rows"))
+    if fmt.has_header:
+        header = [name.strip() for name in lines[0].split("\t")]
+        text_cols, label_col = _column_indices(header, fmt, path, lines[0])
+        num_fields, first, names = len(header), 2, ", ".join(header)
+    else:
+        text_cols, label_col = list(fmt.text_columns), fmt.label_column
+        num_fields, first, names = fmt.num_fields, 1, "no header"
     examples = []
-    for number, line in enumerate(lines[1:], start=2):
+    for number, line in enumerate(lines[first - 1:], start=first):
         fields = line.split("\t")
-        if len(fields) != len(header):
-            raise DataError(f"{path}:{number}: expected {len(header)} tab-separated fields "
-                            f"({', '.join(header)}), got {len(fields)}")
-        sentence = fields[s_col].strip()
-        if not sentence:
+        if len(fields) != num_fields:
+            raise DataError(f"{path}:{number}: expected {num_fields} tab-separated fields "
+                            f"({names}), got {len(fields)}")
+        texts = [fields[i].strip() for i in text_cols]
+        if not all(texts):
             raise DataError(f"{path}:{number}: empty sentence")
-        examples.append((sentence, _label(fields[l_col], f"{path}:{number}")))
+        examples.append(GlueExample(texts[0], texts[1] if len(texts) > 1 else None,
+                                    parse_label(fields[label_col], fmt, f"{path}:{number}")))
     if not examples:
         raise DataError(f"{path}: has a header but no rows")
     return examples
 
 
-def _hub_examples(split: str, loader: Optional[Callable]) -> list[Example]:
-    label = f"hub {HUB_PATH}/{HUB_CONFIG} split {_HUB_SPLITS[split]}"
-    rows = load_hub_split(HUB_PATH, HUB_CONFIG, _HUB_SPLITS[split], loader)
+def _hub_examples(fmt: GlueFormat, split: str, loader: Optional[Callable]) -> list[GlueExample]:
+    label = f"hub {HUB_PATH}/{fmt.hub_config} split {_HUB_SPLITS[split]}"
+    rows = load_hub_split(HUB_PATH, fmt.hub_config, _HUB_SPLITS[split], loader)
     examples = []
     for index, row in enumerate(rows):
         value = row["label"]
         if value == -1:
             raise DataError(f"{label}: row {index} has no label (-1): GLUE hides the test "
                             "labels; use 'dev', or a local test_labeled.tsv")
-        examples.append((str(row["sentence"]).strip(), _label(str(value), f"{label} row {index}")))
+        texts = [str(row[c]).strip() for c in fmt.hub_text_columns]
+        where = f"{label} row {index}"
+        if fmt.labels is not None:  # the hub stores class ids; check them against the classes
+            if str(value) not in map(str, range(len(fmt.labels))):
+                raise DataError(f"{where}: label must be a class id in "
+                                f"0..{len(fmt.labels) - 1}, got {value!r}")
+            value = fmt.labels[int(value)]
+        examples.append(GlueExample(texts[0], texts[1] if len(texts) > 1 else None,
+                                    parse_label(value, fmt, where)))
     if not examples:
         raise DataError(f"{label}: no rows")
     return examples
 
 
-def load_sst2(split: str = "train", source: str = "local", data_dir: str | Path | None = None,
-              *, hub_loader: Optional[Callable] = None) -> list[Example]:
-    """SST-2 `split` ("train", "dev" or "test") as a list of (sentence, label) pairs.
+def load_glue(task: str, split: str = "train", source: str = "local",
+              data_dir: str | Path | None = None, *,
+              hub_loader: Optional[Callable] = None) -> list[GlueExample]:
+    """GLUE `task`'s `split` ("train", "dev" or "test") as a list of GlueExample.
 
     source "local" reads `data_dir` (or MBERT_DATA_DIR); "hub" uses `datasets`
-    (`hub_loader` replaces `datasets.load_dataset`, e.g. in tests). There is
-    no builtin SST-2 yet.
+    (`hub_loader` replaces `datasets.load_dataset`, e.g. in tests).
     """
     from mbert_lib.data.corpus import resolve_data_dir
 
-    if split not in SST2_FILES:
-        raise DataError(f"unknown SST-2 split {split!r}; expected one of {tuple(SST2_FILES)}")
+    fmt = get_format(task)
+    if split not in SPLIT_FILES:
+        raise DataError(f"unknown {fmt.directory} split {split!r}; expected one of "
+                        f"{tuple(SPLIT_FILES)}")
     if source == "hub":
-        return _hub_examples(split, hub_loader)
+        return _hub_examples(fmt, split, hub_loader)
     if source == "local":
         resolved = resolve_data_dir(data_dir)
         if resolved is None:
-            raise DataError("SST-2 source 'local' needs a directory: pass data_dir "
+            raise DataError(f"{fmt.directory} source 'local' needs a directory: pass data_dir "
                             "(--data-dir) or set MBERT_DATA_DIR")
-        return read_sst2_tsv(find_sst2_dir(resolved) / SST2_FILES[split])
-    raise DataError(f"unknown SST-2 source {source!r}; expected 'local' or 'hub' "
-                    "(no builtin SST-2 yet)")
+        return read_glue_tsv(find_task_dir(resolved, fmt.directory) / SPLIT_FILES[split], fmt)
+    raise DataError(f"unknown {fmt.directory} source {source!r}; expected 'local' or 'hub' "
+                    "(GLUE has no builtin copy; the offline labeled task is 'builtin_shuffled')")
+
+
+def read_sst2_tsv(path: str | Path) -> list[Example]:
+    """(sentence, label) pairs of an SST-2 TSV file (header `sentence<TAB>label`)."""
+    return [(e.text_a, e.label) for e in read_glue_tsv(path, FORMATS["sst2"])]
+
+
+def load_sst2(split: str = "train", source: str = "local", data_dir: str | Path | None = None,
+              *, hub_loader: Optional[Callable] = None) -> list[Example]:
+    """SST-2 `split` as (sentence, label) pairs; see `load_glue`."""
+    return [(e.text_a, e.label)
+            for e in load_glue("sst2", split, source, data_dir, hub_loader=hub_loader)]

@@ -8,6 +8,12 @@ settings it ran with) is skipped and its recorded result reused; a step
 killed half-way has no step.json and runs again, resuming from its own
 checkpoints (the trainers are resumable). Changing a step's settings changes
 its fingerprint and re-runs it and the steps after it that depend on it.
+
+A step may also read steps its settings name (`uses`, e.g. the models a
+fine-tuning step compares): those that are part of the pipeline run before
+it and enter its fingerprint; those that are not are passed over here and
+reported by the step itself, and appear in its fingerprint as absent, so
+the step re-runs once they exist.
 """
 
 from __future__ import annotations
@@ -37,6 +43,11 @@ class Step:
     title: str
     run: Callable[["Context", Mapping[str, Any]], dict]
     depends: tuple[str, ...] = ()
+    uses: Optional[Callable[[Mapping[str, Any]], Sequence[str]]] = None  # settings -> steps
+
+    def used_steps(self, settings: Mapping[str, Any]) -> tuple[str, ...]:
+        """The steps this step's settings name (see the module docstring)."""
+        return tuple(self.uses(settings)) if self.uses is not None else ()
 
 
 @dataclasses.dataclass
@@ -87,13 +98,15 @@ def run_steps(steps: Sequence[Step], ctx: Context, only: Optional[Sequence[str]]
     the wall time of each.
     """
     by_name = {s.name: s for s in steps}
-    wanted = _with_dependencies(only, by_name) if only else [s.name for s in steps]
+    wanted = _with_dependencies(only, by_name, ctx) if only else [s.name for s in steps]
     todo = [s for s in steps if s.name in wanted]
     prints: dict[str, str] = {}
     records = []
     for k, step in enumerate(todo, 1):
         settings = ctx.settings.get(step.name, {})
-        prints[step.name] = fingerprint(settings, [prints.get(d, "") for d in step.depends])
+        upstream = [prints.get(d, "") for d in step.depends] + [
+            f"{d}:{prints.get(d, 'absent')}" for d in step.used_steps(settings)]
+        prints[step.name] = fingerprint(settings, upstream)
         directory = ctx.step_dir(step.name)
         record = read_record(directory)
         header = f"[{k}/{len(todo)}] {step.title}"
@@ -118,7 +131,8 @@ def run_steps(steps: Sequence[Step], ctx: Context, only: Optional[Sequence[str]]
     return records
 
 
-def _with_dependencies(only: Sequence[str], by_name: Mapping[str, Step]) -> set[str]:
+def _with_dependencies(only: Sequence[str], by_name: Mapping[str, Step], ctx: Context
+                       ) -> set[str]:
     unknown = sorted(set(only) - set(by_name))
     if unknown:
         raise PipelineError(f"unknown step(s) {unknown}; known steps: {list(by_name)}")
@@ -128,7 +142,9 @@ def _with_dependencies(only: Sequence[str], by_name: Mapping[str, Step]) -> set[
         name = stack.pop()
         if name not in wanted:
             wanted.add(name)
-            stack.extend(by_name[name].depends)
+            step = by_name[name]
+            stack.extend(step.depends)
+            stack.extend(d for d in step.used_steps(ctx.settings.get(name, {})) if d in by_name)
     return wanted
 
 

@@ -1,0 +1,107 @@
+"""Reading a fine-tuning comparison: mean ± std tables beside the paper, the aim, the errors.
+
+`result` is what the reproduce pipeline's `finetune` step returns: {"task",
+"source", "models": {step name: {"status": "done", "values": [...], "mean",
+"std", "params", "train_seconds", ...} or {"status": "missing", "reason"}}}.
+Metric values are fractions; tables show them × 100.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Mapping, Optional, Sequence
+
+import numpy as np
+import pandas as pd
+
+from mbert_lib.data.glue import GlueExample
+
+
+def mean_std_text(mean: float, std: float, scale: float = 100.0) -> str:
+    """"83.1 ± 0.4" (std omitted when undefined, i.e. one seed)."""
+    if math.isnan(std):
+        return f"{scale * mean:.1f}"
+    return f"{scale * mean:.1f} ± {scale * std:.1f}"
+
+
+def results_table(result: Mapping, names: Optional[Mapping[str, str]] = None,
+                  paper_rows: Sequence[tuple[str, float]] = ()) -> pd.DataFrame:
+    """One row per model (in the order of the result), then the paper's rows.
+
+    names: step name -> what the row calls it. paper_rows: (label, value in %).
+    """
+    names = names or {}
+    done = [e for e in result["models"].values() if e["status"] == "done"]
+    column = f"dev {done[0]['metric'] if done else 'metric'} (mean ± std)"
+    rows = []
+    for step, entry in result["models"].items():
+        row = {"model": names.get(step, step), "step": step, "encoder params": "",
+               column: "no result: the step has not run", "seeds": "", "per seed": "",
+               "fine-tuning s/run": ""}
+        if entry["status"] == "done":
+            row.update({"encoder params": f"{entry['params']:,}",
+                        column: mean_std_text(entry["mean"], entry["std"]),
+                        "seeds": len(entry["values"]),
+                        "per seed": ", ".join(f"{100 * v:.1f}" for v in entry["values"]),
+                        "fine-tuning s/run": round(float(np.mean(entry["train_seconds"])), 1)})
+        rows.append(row)
+    for label, value in paper_rows:
+        rows.append({"model": label, "step": "paper", column: f"{value:g}"})
+    return pd.DataFrame(rows).fillna("")
+
+
+def aim_check(result: Mapping, student: str = "pkt", teacher: str = "teacher",
+              baseline: str = "student_scratch", margin: float = 0.02) -> dict:
+    """Is the distilled student within `margin` of its teacher and above the no-transfer
+    student (mean dev metric)? {"status": "met" | "not met" | "cannot check", "text"}."""
+    models = result["models"]
+    missing = [m for m in (student, teacher, baseline)
+               if models.get(m, {}).get("status") != "done"]
+    if missing:
+        return {"status": "cannot check",
+                "text": f"cannot check the aim: no fine-tuning results for {missing}"}
+    s, t, b = (models[m]["mean"] for m in (student, teacher, baseline))
+    gap, lead = t - s, s - b
+    met = gap <= margin and lead > 0
+    return {"status": "met" if met else "not met", "gap_to_teacher": gap,
+            "lead_over_baseline": lead,
+            "text": f"{student} is {100 * gap:.1f} points below {teacher} (aim: <= "
+                    f"{100 * margin:.0f}) and {100 * lead:+.1f} points from {baseline} "
+                    f"(aim: > 0): aim {'met' if met else 'NOT met'}"}
+
+
+def misclassified(examples: Sequence[GlueExample], labels: np.ndarray,
+                  probabilities: np.ndarray, label_names: Sequence[str],
+                  limit: int = 10) -> pd.DataFrame:
+    """The `limit` most confident mistakes: text, true label, the model's probability of it."""
+    labels = np.asarray(labels)
+    predicted = np.argmax(probabilities, axis=-1)
+    wrong = np.flatnonzero(predicted != labels)
+    p_true = probabilities[np.arange(len(labels)), labels]
+    order = wrong[np.argsort(p_true[wrong], kind="stable")][:limit]
+    return pd.DataFrame({
+        "sentence": [examples[i].text_a + (f"  ||  {examples[i].text_b}"
+                                           if examples[i].text_b else "") for i in order],
+        "true label": [label_names[labels[i]] for i in order],
+        "P(true label)": np.round(p_true[order], 3),
+        "predicted": [label_names[predicted[i]] for i in order]})
+
+
+def error_rates(correct: np.ndarray, groups: Sequence[str],
+                order: Optional[Sequence[str]] = None) -> pd.DataFrame:
+    """Examples, errors and error rate per group (e.g. a length bucket), groups in `order`."""
+    frame = pd.DataFrame({"group": list(groups), "error": ~np.asarray(correct, bool)})
+    table = frame.groupby("group")["error"].agg(["size", "sum", "mean"])
+    table.columns = ["examples", "errors", "error rate"]
+    if order is not None:
+        table = table.reindex([g for g in order if g in table.index])
+    return table.round(3)
+
+
+def length_buckets(lengths: np.ndarray, seq_length: int) -> tuple[list[str], list[str]]:
+    """Each example's length group (up to T/4, T/2, T tokens, or truncated: > T) and the
+    groups in order."""
+    edges = [seq_length // 4, seq_length // 2, seq_length]
+    names = [f"<= {edges[0]} tokens", f"{edges[0] + 1}-{edges[1]}", f"{edges[1] + 1}-{edges[2]}",
+             f"> {seq_length} (truncated)"]
+    return [names[int(np.searchsorted(edges, n))] for n in np.asarray(lengths)], names

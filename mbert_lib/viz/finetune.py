@@ -1,0 +1,69 @@
+"""Figures of notebook 07: token lengths against seq_length, and the fine-tuning comparison."""
+
+from __future__ import annotations
+
+from typing import Mapping, Optional, Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from mbert_lib.viz import style
+
+
+def plot_lengths(lengths: Mapping[str, np.ndarray], seq_length: int, title: str, path=None):
+    """Histogram of tokens per example ([CLS]/[SEP] included) per split, the cut at T."""
+    style.apply()
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    top = max(int(max(v.max() for v in lengths.values())), seq_length) + 2
+    bins = np.arange(0, top + 2, 2)
+    for (split, values), color in zip(lengths.items(), (style.OURS, style.ALT), strict=False):
+        ax.hist(values, bins=bins, density=True, alpha=0.55, color=color,
+                label=f"{split} (n = {len(values):,})")
+    ax.axvline(seq_length, color=style.PAPER, ls="--", lw=2,
+               label=f"seq_length T = {seq_length}: longer examples are truncated")
+    ax.set(xlabel="tokens per example (WordPiece, with [CLS] and [SEP])",
+           ylabel="fraction of examples", title=title)
+    ax.legend()
+    fig.tight_layout()
+    style.save(fig, path)
+    return fig
+
+
+def plot_comparison(result: Mapping, names: Mapping[str, str], chance: float,
+                    paper: Optional[tuple[str, float]] = None, path=None,
+                    order: Optional[Sequence[str]] = None):
+    """Left: dev metric per model, one dot per seed and the mean ± std; the majority-class
+    rate and the paper's number as lines. Right: dev metric after each epoch (mean over seeds)."""
+    style.apply()
+    done = {m: e for m, e in result["models"].items() if e["status"] == "done"}
+    models = [m for m in (order or done) if m in done]
+    metric = done[models[0]]["metric"] if models else "metric"
+    fig, (left, right) = plt.subplots(1, 2, figsize=(15, 5.5),
+                                      gridspec_kw={"width_ratios": [1.3, 1]})
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for i, model in enumerate(models):
+        entry, color = done[model], colors[i % len(colors)]
+        values = 100 * np.asarray(entry["values"])
+        std = 0.0 if len(values) < 2 else values.std(ddof=1)
+        left.bar(i, values.mean(), color=color, alpha=0.35, yerr=std, capsize=6)
+        left.scatter(np.full(len(values), i) + np.linspace(-0.12, 0.12, len(values)), values,
+                     color=color, zorder=3, s=40)
+        curves = 100 * np.asarray(entry["histories"])                 # [seeds, epochs]
+        epochs = np.arange(1, curves.shape[1] + 1)
+        right.plot(epochs, curves.mean(axis=0), "o-", color=color, lw=2, label=names[model])
+    left.axhline(100 * chance, color=style.GREY, ls=":", lw=2, label="majority class")
+    if paper is not None:
+        left.axhline(paper[1], color=style.PAPER, ls="--", lw=2, label=paper[0])
+    left.set_xticks(range(len(models)), [names[m] for m in models], rotation=15, ha="right")
+    low = min([100 * chance] + [100 * min(done[m]["values"]) for m in models])
+    high = max([paper[1] if paper else 0] + [100 * max(done[m]["values"]) for m in models])
+    left.set_ylim(low - 5, high + 4)
+    left.set(ylabel=f"dev {metric} (%)", title=f"{result['task']}: dev {metric}, "
+             "dots = seeds, bar = mean ± std")
+    left.legend(loc="lower right")
+    right.set(xlabel="epoch", ylabel=f"dev {metric} (%)", title="after each epoch (mean of seeds)")
+    right.xaxis.set_major_locator(plt.MaxNLocator(integer=True))
+    right.legend()
+    fig.tight_layout()
+    style.save(fig, path)
+    return fig
