@@ -85,3 +85,10 @@ TABLE9 = {   # objectives -> task -> value
     "+PD+FMT+AT": _row({"MNLI-m": 84.4, "QNLI": 91.5, "MRPC": 87.0, "SST-2": 92.5}),
 }
 TABLE9_FINDING = "feature map transfer contributes most; attention transfer and PD also help"
+
+# Section 4.2: how the IB-BERT_LARGE teacher was pre-trained (the teacher was never released).
+TEACHER_PRETRAINING = {"steps": 500_000, "batch_size": 4096, "optimizer": "LAMB",
+                       "hardware": "256 TPU v3 chips"}
+# The pre-training text, as BERT (Devlin et al., 2019, section 3.1) counts it; MobileBERT
+# uses "the same" BookCorpus + English Wikipedia.
+PRETRAINING_CORPUS_WORDS = {"BooksCorpus": 800_000_000, "English Wikipedia": 2_500_000_000}

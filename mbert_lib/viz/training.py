@@ -7,7 +7,7 @@ from typing import Mapping, Optional
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from matplotlib.ticker import PercentFormatter
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, PercentFormatter
 
 from mbert_lib.optim.trust import short_variable_name
 from mbert_lib.train.metrics_io import scalar_series
@@ -41,7 +41,7 @@ def plot_trust_ratios(reports: Mapping[str, pd.DataFrame], path=None, title: str
     style.apply()
     first = next(iter(reports.values()))
     names = first[first.adapted].variable.tolist()
-    fig, ax = plt.subplots(figsize=(11, 0.26 * len(names) + 1.8))
+    fig, ax = plt.subplots(figsize=(12, 0.21 * len(names) + 1.8))
     y = np.arange(len(names))
     for color, marker, (label, report) in zip([style.OURS, style.PAPER, style.ALT], "os^",
                                               reports.items()):
@@ -50,6 +50,9 @@ def plot_trust_ratios(reports: Mapping[str, pd.DataFrame], path=None, title: str
     ax.set_yticks(y, [short_variable_name(n) for n in names], fontsize=9)
     ax.invert_yaxis()
     ax.set_xscale("log")
+    ax.xaxis.set_major_locator(LogLocator(subs=(1, 2, 5)))     # 0.01, 0.02, 0.05, 0.1, ...
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("trust ratio ‖x‖ / ‖u‖  (the step is η · ratio · u, so ‖step‖ = η ‖x‖)")
     ax.set_title(title or "LAMB trust ratio per variable")
     ax.grid(alpha=0.3, which="both", axis="x")
