@@ -37,12 +37,19 @@
 #    stage's losses (`figures/05_stage_curves.png`);
 # 4. shows the attention maps of teacher and student, per layer, before and after that
 #    layer's stage (`figures/05_attention_transfer.png`, `figures/05_attention_heads.png`);
-# 5. follows the feature statistics μ and σ per layer (`figures/05_feature_statistics.png`).
+# 5. follows every layer's AT and FMT loss through the stages
+#    (`figures/05_layer_losses_by_stage.png`) and the feature statistics μ and σ per layer
+#    (`figures/05_feature_statistics.png`).
+#
+# The paper has no figure of these; they illustrate its equations (1)–(3) and Figure 2's
+# progressive strategy on our own run. Shapes use B batch, T tokens, H inter-block width,
+# h intra-block width, N heads, L layers, P masked predictions, V vocabulary.
 
 # %%
 import numpy as np
 import pandas as pd
 import tensorflow as tf
+from IPython.display import display
 
 from mbert_lib import runtime
 from mbert_lib.checkpoints import load_pretrainer
@@ -81,6 +88,14 @@ layer_map = experiment.distillation.transfer_teacher_layers or tuple(
     range(student_config.num_hidden_layers))
 print(f"teacher: {teacher_result['model_dir']}\nstudent: {pkt['model_dir']}")
 print(f"data: {data['source']} ({data['data_dir'] or 'builtin corpus'})")
+teacher_config = experiment.teacher.build_config()
+print(pd.DataFrame({name: {"L layers": c.num_hidden_layers, "H inter-block": c.hidden_size,
+                           "h intra-block": c.intra_bottleneck_size,
+                           "N heads": c.num_attention_heads, "FFNs": c.num_feedforward_networks,
+                           "norm": c.normalization_type, "act": c.hidden_act}
+                    for name, c in [("teacher", teacher_config),
+                                    ("student", student_config)]}).to_string())
+print("student layer -> teacher layer:", dict(enumerate(layer_map)))
 pd.DataFrame([{"stage": s.name, "loss": s.describe().split(": ", 1)[1],
                "trained (rate multiplier)": ", ".join(f"{g} ×{r:g}" for g, r in s.rates.items())}
               for s in stages])
@@ -102,6 +117,7 @@ print("encoder_outputs", t_out["encoder_outputs"].shape, "(L, B, T, H);",
 L, B, T, H = s0_out["encoder_outputs"].shape
 assert s0_out["attention_scores"].shape == (L, B, student_config.num_attention_heads, T, T)
 assert t_out["encoder_outputs"].shape[1:] == (B, T, H)
+assert H == teacher_config.hidden_size == student_config.hidden_size   # FMT needs equal H
 np.testing.assert_allclose(t_out["attention_scores"].sum(-1), 1.0, rtol=1e-4)
 
 # %% [markdown]
@@ -159,17 +175,25 @@ print("MSE = mean term + std term + shape term holds per token to "
 # $$\mathcal{L}^\ell_{AT} = \frac{1}{TN} \sum_{t=1}^{T} \sum_{a=1}^{N}
 #   D_{KL}\big(a^{tr}_{t,\ell,a} \,\|\, a^{st}_{t,\ell,a}\big)$$
 #
-# The encoders return *probabilities* (each row sums to 1), so the KL is computed on them
-# directly. tf-models applies a softmax to these probabilities a second time; since they
-# lie in [0, 1], softmax(p) is close to uniform over the keys, and the KL between two
-# nearly uniform rows is nearly zero whatever the maps look like:
+# Our encoders return attention *probabilities* $a = \mathrm{softmax}(QK^\top/\sqrt{d})$
+# (each row sums to 1), and `attention_transfer` computes the KL on them directly: **no
+# second softmax**. tf-models' distillation applies a softmax to these probabilities a
+# *second* time and trains
+#
+# $$\mathcal{L}^{\ell}_{AT,\,\text{tf-models}} = \frac{1}{TN}\sum_{t,a}
+#   D_{KL}\big(\mathrm{softmax}(a^{tr}_{t,\ell,a}) \,\|\, \mathrm{softmax}(a^{st}_{t,\ell,a})\big).$$
+#
+# Since every probability lies in [0, 1], $\mathrm{softmax}(a)$ over the T keys stays within a
+# factor $e$ of uniform, so the KL between two such rows is nearly zero whatever the maps
+# look like: the attention term barely trains. Both versions, on layer 0, teacher vs the
+# student before its stage (`a` of shape [B, N, T, T], padded keys masked out):
 
 # %%
 a_t = tf.constant(t_out["attention_scores"][layer_map[0]])                 # [B, N, T, T]
 a_s = tf.constant(s0_out["attention_scores"][0])
-kl = float(attention_transfer(a_t, a_s, mask))
+kl = float(attention_transfer(a_t, a_s, mask))                          # ours: on probabilities
 masked_softmax = lambda p: tf.nn.softmax(tf.where(mask[:, None, None, :] > 0, p, -1e9))  # noqa: E731
-kl_double = float(attention_transfer(masked_softmax(a_t), masked_softmax(a_s), mask))
+kl_double = float(attention_transfer(masked_softmax(a_t), masked_softmax(a_s), mask))  # tf-models
 real_keys = mask.sum(-1)
 double = masked_softmax(a_t).numpy()
 spread = double.max(-1)[mask[:, None, :].repeat(double.shape[1], 1) > 0].mean()
@@ -180,6 +204,7 @@ print(f"AT layer 0, on probabilities: {kl:.4f}\n"
 
 # %%
 assert kl > 10 * kl_double > 0
+assert spread < np.e * np.max(1 / real_keys)        # softmax of values in [0, 1]: ≤ e × uniform
 np.testing.assert_allclose(float(attention_transfer(a_t, a_t, mask)), 0.0, atol=1e-6)
 
 # %% [markdown]
@@ -199,8 +224,8 @@ np.testing.assert_allclose(float(attention_transfer(a_t, a_t, mask)), 0.0, atol=
 # %%
 final = load_pretrainer(pkt["model_dir"])
 inputs = model_inputs(held_out)
-t_logits = teacher(inputs, training=False)
-s_logits = final(inputs, training=False)
+t_logits = teacher(inputs, training=False)                   # mlm_logits [B, P, V]
+s_logits = final(inputs, training=False)                     # nsp_logits [B, 2]
 pd_terms = pretraining_distillation(
     s_logits["mlm_logits"], t_logits["mlm_logits"], held_out["masked_lm_ids"],
     held_out["masked_lm_weights"], s_logits["nsp_logits"], held_out["next_sentence_labels"],
@@ -240,24 +265,34 @@ copied = copy_from_teacher(teacher, fresh)
 print(f"copied by role ({len(copied)}):", ", ".join(copied))
 
 # %% [markdown]
-# What the swap does: NoNorm computes γ ⊙ h + β. With the teacher's γ (≈ 1) and β
-# (≈ 0) in each other's places, the student's embedding computes β_T ⊙ h + γ_T ≈ 0 · h + 1:
-# nearly the same vector for every token, before training has even started:
+# What the swap does. NoNorm is an element-wise affine map of the embedding $h$ [B, T, H]:
+#
+# $$\mathrm{NoNorm}(h) = \gamma \odot h + \beta .$$
+#
+# A positional copy from LayerNorm's `get_weights()` = [γ_T, β_T] into a NoNorm whose
+# variables are ordered (β, γ), as tf-models' are, gives the student
+# $\beta_T \odot h + \gamma_T$: the teacher's (typically small) shift now multiplies every
+# embedding and its (typically ≈ 1) scale is added to it. The teacher's trained values:
 
 # %%
+print(f"teacher embedding LayerNorm: mean |γ| = {np.abs(t_norm.gamma.numpy()).mean():.3f}, "
+      f"mean |β| = {np.abs(t_norm.beta.numpy()).mean():.3f}")
+
+
 def embedding_spread(model):
     out = model.encoder.embedding(one_batch["input_word_ids"], one_batch["input_type_ids"],
                                   training=False).numpy()[0]            # [T, H]
     return float(out.std(0).mean())                                     # spread across tokens
 
+
 one_batch = {k: held_out[k][:1] for k in ("input_word_ids", "input_type_ids")}
 by_role = embedding_spread(fresh)
-s_norm.gamma.assign(t_norm.beta)          # what a (β, γ) <- (γ, β) positional copy writes
-s_norm.beta.assign(t_norm.gamma)
+for variable, value in zip([s_norm.beta, s_norm.gamma], t_norm.get_weights()):
+    variable.assign(value)              # tf-models: NoNorm (β, γ) <- LayerNorm (γ, β), by position
 swapped = embedding_spread(fresh)
-copy_from_teacher(teacher, fresh)
-print(f"student embedding output, std across tokens: copied by role {by_role:.3f}, "
-      f"γ/β swapped {swapped:.3f}")
+copy_from_teacher(teacher, fresh)       # back to the copy by role
+print(f"student embedding output, mean std across tokens: copied by role {by_role:.4f}, "
+      f"positional copy (γ/β swapped) {swapped:.4f} ({by_role / swapped:.1f}x less spread)")
 
 # %%
 np.testing.assert_array_equal(s_norm.gamma.numpy(), t_norm.gamma.numpy())
@@ -274,10 +309,16 @@ np.testing.assert_array_equal(initial.encoder.embedding.word_embeddings.embeddin
 # rate, the blocks below and the embedding at 0.1× (LAMB and Adam normalise the gradient,
 # so a slower layer needs its own learning rate, not a scaled gradient: the trainer gives
 # each rate its own optimizer). The teacher runs in inference mode and is never updated.
-# Wall time per stage of the run (2 CPU cores, shared):
+# Wall time per stage of the run (2 CPU cores, shared with other work, so only indicative):
 
 # %%
-pd.DataFrame(pkt["stages"]).set_index("stage")
+stage_table = pd.DataFrame(pkt["stages"]).set_index("stage")
+stage_table["tokens/s"] = (stage_table.train_steps * experiment.trainer.batch_size
+                           * experiment.data.seq_length / stage_table.seconds).round(0)
+print(f"{int(stage_table.train_steps.sum())} student steps of batch "
+      f"{experiment.trainer.batch_size} × {experiment.data.seq_length} tokens in "
+      f"{stage_table.seconds.sum() / 60:.1f} minutes")
+stage_table
 
 # %%
 curves = analysis.stage_curves(pkt["model_dir"])
@@ -290,7 +331,7 @@ per_stage = curves[curves.metric.isin(["fmt", "at"])].groupby(["stage", "metric"
 drop = (per_stage.first() / per_stage.last()).unstack()
 print("first / last logged training value per stage:\n", drop)
 assert set(curves.stage) == {f"{s.index:02d}_{s.name}" for s in stages}
-assert (drop["fmt"].dropna() > 1).all(), "FMT fell in every layer-wise stage"
+assert (drop["fmt"].dropna() > 1).all(), "FMT did not fall in some layer-wise stage"
 
 # %% [markdown]
 # ## 6. Attention maps: teacher vs student, before and after each stage
@@ -366,23 +407,51 @@ fig = transfer_viz.plot_attention_grid(
     title=f"Every head of layer {deep}: teacher (top) vs the finished PKT student (bottom)")
 
 # %% [markdown]
-# KL per layer on the whole held-out batch (not one sentence): the student before any
-# stage, after all layer-wise stages, and after PD.
+# ## 7. Every layer's losses through the stages
+#
+# The same two losses, now on the whole held-out batch (not one sentence), for every
+# student layer after every stage: AT (eq. 2) and the plain feature MSE (eq. 1). In PKT,
+# layer ℓ's losses should fall at stage ℓ and then stay roughly where they are while
+# the layers above are trained (at 0.1× the rate for the layers below); PD, which only
+# sees the MLM/NSP outputs, is free to move them again.
 
 # %%
-after_lw = load_stage_student(pkt["model_dir"], layer_stages[-1], student_config)
-held_kl = pd.DataFrame({
-    label: analysis.transfer_losses(t_out, analysis.encode(model, held_out), mask,
-                                    layer_map)["at"]
-    for label, model in [("initial", initial), ("after layer-wise stages", after_lw),
-                         ("after PD", final)]})
-held_kl
+student_snapshots = {"initial": initial, **{
+    f"after {stage.name}": load_stage_student(pkt["model_dir"], stage, student_config)
+    for stage in stages}}
+snapshot_outs = {label: analysis.encode(model, held_out)
+                 for label, model in student_snapshots.items()}
+snapshot_losses = {label: analysis.transfer_losses(t_out, out, mask, layer_map)
+                   for label, out in snapshot_outs.items()}
+at_by_stage = pd.DataFrame({k: v["at"] for k, v in snapshot_losses.items()})     # [L, stages]
+mse_by_stage = pd.DataFrame({k: v["fmt_paper_mse"] for k, v in snapshot_losses.items()})
+fig = transfer_viz.plot_layer_losses_by_snapshot(
+    {"AT: KL(teacher ‖ student), eq. (2)": at_by_stage,
+     "FMT: plain feature MSE, eq. (1)": mse_by_stage},
+    runtime.figure_path("05_layer_losses_by_stage.png"),
+    title="PKT, held-out batch: each layer's transfer losses after every stage")
+print("AT per layer (rows) after each stage (columns)")
+display(at_by_stage.round(4))
+print("feature MSE per layer after each stage")
+display(mse_by_stage.round(4))
 
 # %%
-assert (held_kl["after layer-wise stages"] < held_kl["initial"]).all()
+own_stage = pd.DataFrame([{
+    "layer": k, "AT before its stage": at_by_stage.iloc[k, k],
+    "AT after its stage": at_by_stage.iloc[k, k + 1],
+    "MSE before its stage": mse_by_stage.iloc[k, k],
+    "MSE after its stage": mse_by_stage.iloc[k, k + 1]} for k in range(len(layer_stages))
+]).set_index("layer")
+own_stage
+
+# %%
+assert list(at_by_stage.columns)[0] == "initial" and at_by_stage.shape[1] == len(stages) + 1
+assert (own_stage["AT after its stage"] < own_stage["AT before its stage"]).all(), own_stage
+assert (own_stage["MSE after its stage"] < own_stage["MSE before its stage"]).all(), own_stage
+print("in its own stage, every layer's AT and feature MSE on held-out text fell")
 
 # %% [markdown]
-# ## 7. Feature statistics per layer
+# ## 8. Feature statistics per layer
 #
 # FMT's mean and variance terms pull each student block's per-token mean μ and spread σ
 # to the teacher's. The teacher normalises with LayerNorm (each block output is
@@ -394,8 +463,8 @@ stats = {"teacher": analysis.feature_statistics(
             {"encoder_outputs": t_out["encoder_outputs"][list(layer_map)]}, mask),
          "student, initial": analysis.feature_statistics(s0_out, mask),
          "student, after layer-wise": analysis.feature_statistics(
-             analysis.encode(after_lw, held_out), mask),
-         "student, after PD": analysis.feature_statistics(analysis.encode(final, held_out),
+             snapshot_outs[f"after {layer_stages[-1].name}"], mask),
+         "student, after PD": analysis.feature_statistics(snapshot_outs[list(snapshot_outs)[-1]],
                                                           mask)}
 fig = transfer_viz.plot_feature_statistics(
     stats, runtime.figure_path("05_feature_statistics.png"),
@@ -408,14 +477,36 @@ print(pd.DataFrame(gap).T)
 assert gap["student, after layer-wise"]["std"] < gap["student, initial"]["std"]
 
 # %% [markdown]
-# ## 8. Where this leaves the student
+# ## 9. Where this leaves the student
 #
 # Held-out masked-LM accuracy, perplexity and NSP accuracy of the teacher and of the PKT
 # student (the held-out split of the pre-training corpus):
 
 # %%
-pd.DataFrame({"teacher": teacher_result["eval"], "PKT student": pkt["eval"]}).loc[
+headline = pd.DataFrame({"teacher": teacher_result["eval"], "PKT student": pkt["eval"]}).loc[
     ["mlm_accuracy", "perplexity", "nsp_accuracy"]]
+assert headline.loc[["mlm_accuracy", "nsp_accuracy"]].apply(lambda c: c.between(0, 1)).all().all()
+headline
+
+# %% [markdown]
+# The numbers this notebook measured, in one place:
+
+# %%
+last = at_by_stage.columns[-1]
+print(f"FMT, layer 0, before its stage: plain MSE {decomposition['paper_mse']:.4g} = level "
+      f"{decomposition['mean_term']:.3g} + spread {decomposition['std_term']:.3g} + shape "
+      f"{decomposition['shape_term']:.3g}")
+print(f"AT, layer 0: {kl:.4f} on probabilities, {kl_double:.2e} after tf-models' second "
+      f"softmax ({kl / kl_double:,.0f}x smaller)")
+print(f"PD (without NSP) {float(pd_terms['loss'] - pd_terms['nsp']):.4f} = tf-models' "
+      f"mixed-label cross-entropy {mixed_ce:.4f}")
+print(f"embedding spread across tokens: copied by role {by_role:.4f}, γ/β swapped {swapped:.4f}")
+for k in range(len(layer_stages)):
+    print(f"layer {k}: held-out AT {at_by_stage.iloc[k, 0]:.4f} initially, "
+          f"{own_stage['AT after its stage'][k]:.4f} after its stage, "
+          f"{at_by_stage[last][k]:.4f} {last}")
+print(f"held-out MLM accuracy: teacher {headline.loc['mlm_accuracy', 'teacher']:.4f}, "
+      f"PKT student {headline.loc['mlm_accuracy', 'PKT student']:.4f}")
 
 # %% [markdown]
 # ## Summary
@@ -424,15 +515,18 @@ pd.DataFrame({"teacher": teacher_result["eval"], "PKT student": pkt["eval"]}).lo
 #   exact ingredients of the plain MSE (level, spread, shape), checked numerically here.
 # * **AT** is a KL divergence between attention *probabilities*; applying a softmax to
 #   them again (as tf-models does) flattens both distributions and shrinks the loss by
-#   orders of magnitude.
+#   the factor printed above; `mbert_lib` applies no second softmax.
 # * **PD** mixes the ground truth and the teacher's MLM distribution; it equals
 #   tf-models' single cross-entropy against mixed labels.
 # * The embedding and MLM head are **copied by role**; a positional copy swaps NoNorm's
-#   γ and β.
-# * In **PKT**, each stage pulls its own layer's attention and feature statistics
-#   towards the teacher's (`figures/05_attention_transfer.png`, `05_attention_heads.png`,
-#   `05_stage_curves.png`, `05_feature_statistics.png`); PD then trains everything on
-#   the output distribution. Notebook 06 compares PKT with joint and auxiliary transfer
+#   γ and β (the spread of the embedding output collapses, printed above).
+# * In **PKT**, each stage pulls its own layer's attention and features towards the
+#   teacher's on held-out text (asserted per layer in section 7); PD then trains
+#   everything on the output distributions and is free to move them again.
+# * Figures: `figures/05_stage_curves.png` (training losses per stage),
+#   `05_attention_transfer.png` and `05_attention_heads.png` (maps, teacher vs student),
+#   `05_layer_losses_by_stage.png` (every layer's AT and MSE after every stage),
+#   `05_feature_statistics.png` (μ and σ per layer). Notebook 06 compares PKT with joint and auxiliary transfer
 #   (Table 8) and removes parts of the objective (Table 9).
 #
 # ## Exercises
