@@ -105,7 +105,7 @@ def make_evaluator(strategy: tf.distribute.Strategy, objective,
         return None
     distributed = strategy.experimental_distribute_dataset(dataset)
 
-    @tf.function(reduce_retracing=True)  # a last, partial batch has another shape
+    @tf.function(reduce_retracing=True)   # the last held-out batch may be smaller
     def eval_step(batch):
         sums = strategy.run(objective.eval_sums, args=(batch,))
         return {k: strategy.reduce(SUM, v, axis=None) for k, v in sums.items()}
