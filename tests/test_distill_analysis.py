@@ -4,6 +4,7 @@ import matplotlib
 import numpy as np
 import pandas as pd
 import pytest
+import tensorflow as tf
 
 import mbert_lib  # noqa: F401  (selects tf-keras before TF is imported)
 from mbert_lib.distill import analysis
@@ -108,3 +109,31 @@ def test_paper_vs_ours_plots_each_value_and_keeps_error_bars_in_view(tmp_path):
     lo, hi = right.get_xlim()
     assert lo < 40.1 - 0.4 and hi > 41.0 + 0.4
     assert [t.get_text() for t in left.get_yticklabels()] == ["AKT", "JKT", "PKT"]
+
+
+def test_weight_norms_read_each_blocks_variable_and_name_missing_ones():
+    from mbert_lib.config import get_preset
+    from mbert_lib.models import build_pretrainer
+
+    config = get_preset("tiny_student").replace(vocab_size=64, num_hidden_layers=2)
+    model = build_pretrainer(config)
+    query = [v for v in model.encoder.weights if "layer_1/attention/query/kernel" in v.name][0]
+    query.assign(tf.ones_like(query) * 0.5)
+    frame = analysis.weight_norms({"a": model}, ["attention/query/kernel"], [0, 1])
+    assert frame.loc[(1, "attention/query/kernel"), "a"] == pytest.approx(
+        0.5 * np.sqrt(np.prod(query.shape)), rel=1e-6)
+    assert frame.loc[(0, "attention/query/kernel"), "a"] != frame.loc[
+        (1, "attention/query/kernel"), "a"]
+    with pytest.raises(KeyError, match="layer_5/attention/query/kernel"):
+        analysis.weight_norms({"a": model}, ["attention/query/kernel"], [5])
+
+
+def test_attention_sharpness_is_one_for_one_hot_rows_and_one_over_t_for_uniform():
+    mask = input_mask()
+    uniform = np.where(mask[:, None, None, :] > 0, 1.0, 0.0) * np.ones((B, N, T, T))
+    uniform = uniform / uniform.sum(-1, keepdims=True)
+    one_hot = np.broadcast_to(np.eye(T), (B, N, T, T))
+    got = analysis.attention_sharpness(np.stack([uniform, one_hot]), mask)
+    lengths = mask.sum(1)                       # example b has lengths[b] rows of max 1/lengths[b]
+    assert got[0] == pytest.approx(B / lengths.sum())
+    assert got[1] == pytest.approx(1.0)

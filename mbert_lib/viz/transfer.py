@@ -65,7 +65,7 @@ def plot_stage_curves(curves: pd.DataFrame, path=None, title: Optional[str] = No
         for k, (lo, hi, stage) in enumerate(spans):
             ax.axvspan(lo, hi, color=style.GREY, alpha=0.08 if k % 2 else 0.0, lw=0)
             ax.text((lo + hi) / 2, 1.01, stage.split("_", 1)[1], ha="center", va="bottom",
-                    transform=ax.get_xaxis_transform(), fontsize=10)
+                    transform=ax.get_xaxis_transform(), fontsize=11)
         for i, metric in enumerate(metrics):
             for _, part in curves[curves["metric"] == metric].groupby("stage"):
                 part = part.sort_values("global_step")
