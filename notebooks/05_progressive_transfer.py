@@ -491,7 +491,7 @@ fmt_terms = pd.DataFrame([
         for term, w in fmt_weights.items()}}
     for k in range(len(layer_stages)) for when, shift in [("before", 0), ("after", 1)]]
 ).set_index(["layer", "when"])
-np.testing.assert_allclose(fmt_terms.sum(1).xs("after", level="when"), own_stage["fmt after"],
+np.testing.assert_allclose(fmt_terms.sum(axis=1).xs("after", level="when"), own_stage["fmt after"],
                            rtol=1e-4)
 fmt_terms.round(3)
 

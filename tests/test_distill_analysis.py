@@ -137,3 +137,26 @@ def test_attention_sharpness_is_one_for_one_hot_rows_and_one_over_t_for_uniform(
     lengths = mask.sum(1)                       # example b has lengths[b] rows of max 1/lengths[b]
     assert got[0] == pytest.approx(B / lengths.sum())
     assert got[1] == pytest.approx(1.0)
+
+
+def test_learning_rate_budget_sums_each_blocks_rates_over_the_stages():
+    from mbert_lib.config_tree import apply_overrides
+    from mbert_lib.distill.experiment import DistillExperiment
+    from mbert_lib.distill.plan import plan_stages
+
+    base = ("distillation.layer_wise.steps=10,distillation.layer_wise.learning_rate.peak=0.01,"
+            "distillation.layer_wise.learning_rate.end=0.01,"
+            "distillation.layer_wise.lower_lr_multiplier=0.1,distillation.pretrain.steps=20,"
+            "distillation.pretrain.learning_rate.peak=0.02,"
+            "distillation.pretrain.learning_rate.warmup_steps=4")
+    pd_sum = sum(0.02 * t / 4 if t < 4 else 0.02 * (1 - t / 20) for t in range(20))
+    pkt = apply_overrides(DistillExperiment(), base + ",distillation.strategy=progressive")
+    got = analysis.learning_rate_budget(plan_stages(pkt.distillation, 3), 3)
+    # block 0: its own stage (10 × 0.01) + two later stages at 0.1×; block 2: its own only
+    np.testing.assert_allclose(got["layer-wise"], [0.1 + 2 * 0.01, 0.1 + 0.01, 0.1], rtol=1e-5)
+    np.testing.assert_allclose(got["PD only"], [pd_sum] * 3, rtol=1e-5)
+    akt = apply_overrides(DistillExperiment(), base + ",distillation.strategy=auxiliary")
+    got = analysis.learning_rate_budget(plan_stages(akt.distillation, 3), 3)
+    aux_sum = sum(0.02 * t / 4 if t < 4 else 0.02 * (1 - t / 50) for t in range(50))
+    np.testing.assert_allclose(got["layer-wise"], [aux_sum] * 3, rtol=1e-5)
+    np.testing.assert_allclose(got["PD only"], [0.0] * 3)

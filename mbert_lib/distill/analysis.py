@@ -155,3 +155,28 @@ def weight_norms(models, parts, layers) -> pd.DataFrame:
     frame = pd.DataFrame(rows).T
     frame.index.names = ["layer", "part"]
     return frame
+
+
+def learning_rate_budget(stages, num_layers: int) -> pd.DataFrame:
+    """Σ_t η_t each student block receives, split by what the loss contains.
+
+    For block i and a stage with schedule η_t (mbert_lib.optim.WarmupPolynomialDecay,
+    decaying over the stage's steps unless set) and rate multiplier r_i (0 when the
+    stage does not train block i), the stage adds r_i · Σ_t η_t to column
+    "layer-wise" when its loss has FMT / AT terms, and to "PD only" otherwise. With
+    LAMB, e^(Σ η) bounds how much a stage can grow a weight matrix (notebook 05).
+    Returns a frame with index block (0..num_layers-1).
+    """
+    from mbert_lib.optim.schedules import WarmupPolynomialDecay
+
+    budget = np.zeros((num_layers, 2))
+    for stage in stages:
+        lr = stage.learning_rate
+        schedule = WarmupPolynomialDecay(lr.peak, lr.decay_steps or stage.train_steps,
+                                         lr.warmup_steps, lr.end, lr.power)
+        total = float(tf.reduce_sum(schedule(tf.range(stage.train_steps))))
+        column = 0 if stage.layer_wise else 1
+        for block in range(num_layers):
+            budget[block, column] += stage.rates.get(f"block_{block}", 0.0) * total
+    return pd.DataFrame(budget, columns=["layer-wise", "PD only"],
+                        index=pd.RangeIndex(num_layers, name="block"))
