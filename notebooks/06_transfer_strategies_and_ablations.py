@@ -318,6 +318,11 @@ print(f"ours, Table 8 by MLM accuracy: {' > '.join(order)} (paper: PKT > JKT > A
 print(f"closest to the teacher, layer by layer: {best['attention']} (attention), "
       f"{best['features']} (features); largest layer-wise Σ η: "
       f"{closeness['Σ η, layer-wise'].idxmax()}")
+with_at, without_at = table9.loc["+PD+FMT+AT"], table9.loc["+PD+FMT"]
+print(f"with and without AT: MLM accuracy {with_at.mlm_accuracy:.4f} vs "
+      f"{without_at.mlm_accuracy:.4f}, perplexity {with_at.perplexity:.2f} vs "
+      f"{without_at.perplexity:.2f}, mean AT over layers {closeness.loc['PKT', 'mean AT over layers']:.4f}"
+      f" vs {closeness.loc['+PD+FMT', 'mean AT over layers']:.4f}")
 print(f"the teacher's held-out MLM accuracy {teacher['eval']['mlm_accuracy']:.4f}; the best "
       f"student's {runs.mlm_accuracy.max():.4f} ({runs.row[runs.mlm_accuracy.idxmax()]})")
 
@@ -335,6 +340,10 @@ print(f"the teacher's held-out MLM accuracy {teacher['eval']['mlm_accuracy']:.4f
 #   layer-wise Σ η can come closest to the teacher, whatever the strategy. At the paper's
 #   scale every strategy has ample budget and the comparison is about *how* the layers
 #   are trained, which is what Table 8 measures.
+# * **Attention transfer has nothing to act on yet.** With PKT's 75-step stages the
+#   student's attention stays near uniform (notebook 05, section 7), so the rows with and
+#   without AT end up nearly the same model (printed above): Table 9's last gain cannot
+#   show at this budget, in either direction.
 # * **The measure.** Held-out MLM accuracy is what PD optimises directly, so it rewards
 #   PD updates; layer-wise transfer is meant to pay off through intermediate
 #   representations, which section 5 measures and downstream fine-tuning (section 6,
