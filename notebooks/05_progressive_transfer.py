@@ -19,11 +19,11 @@
 #
 # MobileBERT is not trained from scratch. An IB-BERT teacher with the same 24-block,
 # 512-wide skeleton is trained first, and its knowledge is transferred into the thin
-# student *layer by layer*: "we use the feature map of the teacher as the knowledge to
-# transfer to the student, … and the attention distributions" (section 3.5), one layer
-# per stage, "the layers below being frozen" or tuned with a small learning rate
-# (section 3.6), before a final pre-training distillation on masked-LM and
-# next-sentence prediction.
+# student *layer by layer*. In the paper's terms (paraphrased): the teacher's feature
+# maps, and its attention distributions, are the knowledge transferred to the student
+# (section 3.5); the transfer is progressive, one layer per stage, with the layers below
+# frozen or tuned with a small learning rate (section 3.6); a final pre-training
+# distillation on masked-LM and next-sentence prediction follows.
 #
 # This notebook takes the laptop pair from notebook 04 (`tiny_teacher`, 4 IB-BERT blocks,
 # inter-block H = 128, intra-block 256, LayerNorm + gelu → `tiny_student`, 4 MobileBERT

@@ -26,9 +26,10 @@
 # * **progressive knowledge transfer (PKT)**: one layer per stage, then pre-training
 #   distillation.
 #
-# In the paper's words, progressive transfer "consistently outperforms the other two",
-# and auxiliary transfer lags clearly: the layer-wise knowledge "may not be optimal for the
-# student", which needs a separate pre-training distillation stage to adapt (Table 8).
+# The paper finds (paraphrased) that progressive transfer does best, joint transfer comes
+# close, and auxiliary transfer lags clearly, since layer-wise knowledge mixed into the
+# pre-training loss from the start is not what the student needs in the end: it needs a
+# separate pre-training distillation stage to adapt (Table 8).
 # Table 9 then removes parts of the objective: feature-map transfer (FMT) contributes
 # most, attention transfer (AT) and pre-training distillation (PD) help further.
 #
