@@ -74,8 +74,9 @@ print("fast mode:", runtime.fast_mode())
 # `ensure(["pkt"], ctx)` runs the pipeline steps the PKT student needs (data → teacher →
 # pkt) unless they are finished; a full run uses the `laptop` preset under `runs/laptop`
 # (real text when `MBERT_DATA_DIR` points at `../shared/data`), fast mode the tiny
-# `smoke` preset in a scratch directory. The teacher step takes about 10 minutes the first
-# time; everything is resumable and shared with the other notebooks.
+# `smoke` preset in a scratch directory. The first time, the teacher step takes tens of
+# minutes on a laptop CPU (the log below says how long each step took when it ran);
+# everything is resumable and shared with the other notebooks.
 
 # %%
 ctx = notebook_context()
