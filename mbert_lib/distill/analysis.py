@@ -1,5 +1,6 @@
-"""Looking inside a transfer: per-layer transfer losses, feature statistics, attention maps,
-the FMT decomposition, and the stage-by-stage loss curves of a distillation run.
+"""Looking inside a transfer: per-layer transfer losses, feature statistics, attention maps
+and their sharpness, the FMT decomposition, weight norms across training snapshots, and the
+stage-by-stage loss curves of a distillation run.
 
 Shapes: B batch, T tokens, H inter-block width, N heads, L layers. `batch` is
 a dict with at least input_word_ids / input_mask / input_type_ids [B, T].
@@ -50,6 +51,19 @@ def feature_statistics(outputs: dict, mask) -> pd.DataFrame:
         rows.append({"layer": layer, "mean": float(real.mean(-1).mean()),
                      "std": float(real.std(-1).mean())})
     return pd.DataFrame(rows).set_index("layer")
+
+
+def attention_sharpness(attention_scores, mask) -> pd.Series:
+    """Per layer: the mean over batch, heads and real query rows of the largest attention
+    probability in the row (1/T for uniform rows, 1 for one-hot rows).
+
+    attention_scores [L, B, N, T, T] (probabilities), mask [B, T].
+    """
+    mask = np.asarray(mask, bool)                                           # [B, T]
+    rows = np.asarray(attention_scores).max(-1)                             # [L, B, N, T]
+    weights = np.broadcast_to(mask[None, :, None, :], rows.shape)
+    values = (rows * weights).sum((1, 2, 3)) / weights.sum((1, 2, 3))       # [L]
+    return pd.Series(values, index=pd.RangeIndex(len(values), name="layer"))
 
 
 def fmt_decomposition(teacher, student, mask) -> dict:
@@ -112,3 +126,57 @@ def attention_kl_per_head(teacher_probs, student_probs, mask) -> np.ndarray:
                                               tf.constant(student_probs[None, h:h + 1]),
                                               np.asarray(mask)[None]))
                      for h in range(teacher_probs.shape[0])])
+
+
+def block_variable(model, layer: int, part: str) -> np.ndarray:
+    """The value of block `layer`'s variable `part` (e.g. "attention/query/kernel") in a
+    Pretrainer or encoder; KeyError naming the path when there is not exactly one."""
+    encoder = getattr(model, "encoder", model)
+    suffix = f"/layer_{layer}/{part}"
+    found = [v for v in encoder.weights if v.name.split(":")[0].endswith(suffix)]
+    if len(found) != 1:
+        raise KeyError(f"expected one variable ending in {suffix!r}, found {len(found)}")
+    return found[0].numpy()
+
+
+def weight_norms(models, parts, layers) -> pd.DataFrame:
+    """‖W‖ (Frobenius) of block variables across training snapshots.
+
+    models: {label: Pretrainer or encoder}; parts: variable paths inside a block,
+    e.g. "attention/query/kernel"; layers: block indices. Returns a frame with
+    index (layer, part) and one column per label.
+    """
+    rows = {}
+    for label, model in models.items():
+        for layer in layers:
+            for part in parts:
+                rows.setdefault((layer, part), {})[label] = float(
+                    np.linalg.norm(block_variable(model, layer, part)))
+    frame = pd.DataFrame(rows).T
+    frame.index.names = ["layer", "part"]
+    return frame
+
+
+def learning_rate_budget(stages, num_layers: int) -> pd.DataFrame:
+    """Σ_t η_t each student block receives, split by what the loss contains.
+
+    For block i and a stage with schedule η_t (mbert_lib.optim.WarmupPolynomialDecay,
+    decaying over the stage's steps unless set) and rate multiplier r_i (0 when the
+    stage does not train block i), the stage adds r_i · Σ_t η_t to column
+    "layer-wise" when its loss has FMT / AT terms, and to "PD only" otherwise. With
+    LAMB, e^(Σ η) bounds how much a stage can grow a weight matrix (notebook 05).
+    Returns a frame with index block (0..num_layers-1).
+    """
+    from mbert_lib.optim.schedules import WarmupPolynomialDecay
+
+    budget = np.zeros((num_layers, 2))
+    for stage in stages:
+        lr = stage.learning_rate
+        schedule = WarmupPolynomialDecay(lr.peak, lr.decay_steps or stage.train_steps,
+                                         lr.warmup_steps, lr.end, lr.power)
+        total = float(tf.reduce_sum(schedule(tf.range(stage.train_steps))))
+        column = 0 if stage.layer_wise else 1
+        for block in range(num_layers):
+            budget[block, column] += stage.rates.get(f"block_{block}", 0.0) * total
+    return pd.DataFrame(budget, columns=["layer-wise", "PD only"],
+                        index=pd.RangeIndex(num_layers, name="block"))

@@ -1,5 +1,6 @@
 """Figures of knowledge transfer: attention maps teacher vs student, per-stage loss curves,
-feature statistics per layer, and strategy / ablation results beside the paper's."""
+per-layer losses across stages, feature statistics per layer, and strategy / ablation
+results beside the paper's."""
 
 from __future__ import annotations
 
@@ -64,7 +65,7 @@ def plot_stage_curves(curves: pd.DataFrame, path=None, title: Optional[str] = No
         for k, (lo, hi, stage) in enumerate(spans):
             ax.axvspan(lo, hi, color=style.GREY, alpha=0.08 if k % 2 else 0.0, lw=0)
             ax.text((lo + hi) / 2, 1.01, stage.split("_", 1)[1], ha="center", va="bottom",
-                    transform=ax.get_xaxis_transform(), fontsize=10)
+                    transform=ax.get_xaxis_transform(), fontsize=11)
         for i, metric in enumerate(metrics):
             for _, part in curves[curves["metric"] == metric].groupby("stage"):
                 part = part.sort_values("global_step")
@@ -79,6 +80,34 @@ def plot_stage_curves(curves: pd.DataFrame, path=None, title: Optional[str] = No
             ax.legend(handles, metrics, loc="best")
     if title:
         fig.suptitle(title, y=1.04)
+    fig.tight_layout()
+    style.save(fig, path)
+    return fig
+
+
+def plot_layer_losses_by_snapshot(panels: Mapping[str, pd.DataFrame], path=None,
+                                  title: Optional[str] = None, log: bool = True):
+    """Per-layer transfer losses across training snapshots, one line per layer.
+
+    panels: {panel title: frame with index = layer, columns = snapshots in
+    training order (e.g. "initial", "after layer_0", ..., "after pd")}.
+    """
+    style.apply()
+    fig, axes = plt.subplots(1, len(panels), figsize=(6.5 * len(panels), 4.8), squeeze=False)
+    colors = sns.color_palette("viridis", n_colors=max(len(f) for f in panels.values()))
+    for ax, (name, frame) in zip(axes[0], panels.items()):
+        x = np.arange(frame.shape[1])
+        for k, (layer, row) in enumerate(frame.iterrows()):
+            ax.plot(x, row.values, marker="o", lw=2, color=colors[k], label=f"layer {layer}")
+        ax.set_xticks(x)
+        ax.set_xticklabels(frame.columns, rotation=30, ha="right")
+        if log:
+            ax.set_yscale("log")
+        ax.set_title(name, fontsize=14)
+        ax.grid(alpha=0.3)
+    axes[0][-1].legend(loc="best", title="student layer")
+    if title:
+        fig.suptitle(title, y=1.02)
     fig.tight_layout()
     style.save(fig, path)
     return fig
@@ -109,28 +138,36 @@ def plot_feature_statistics(stats: Mapping[str, pd.DataFrame], path=None,
 
 def plot_paper_vs_ours(tables: Sequence[tuple[str, pd.DataFrame]], ours_label: str,
                        paper_label: str, path=None):
-    """For each (title, frame) a pair of bar panels: the paper's metric and ours per row.
+    """For each (title, frame) a pair of dot panels: the paper's metric and ours per row.
 
-    frame: index = row names, columns "paper" (may be NaN), "ours", "ours_err" (optional).
+    frame: index = row names, columns "paper" (may be NaN), "ours", "ours_err" (optional,
+    drawn as ±err bars). Dots, not bars: each axis is zoomed to its own rows' range (a
+    bar would suggest a zero it does not show).
     """
     style.apply()
-    fig, axes = plt.subplots(len(tables), 2, figsize=(13, 3.6 * len(tables)), squeeze=False)
+    fig, axes = plt.subplots(len(tables), 2, figsize=(13, 1.0 + 0.85 * max(
+        len(f) for _, f in tables) * len(tables) + 0.8 * len(tables)), squeeze=False)
     for (title, frame), (left, right) in zip(tables, axes):
         y = np.arange(len(frame))
-        left.barh(y, frame["paper"], color=style.PAPER, alpha=0.85)
-        right.barh(y, frame["ours"], xerr=frame.get("ours_err"), color=style.OURS, alpha=0.85)
-        for ax, column in ((left, "paper"), (right, "ours")):
-            values = frame[column].dropna()
-            if len(values):
-                lo, hi = float(values.min()), float(values.max())
-                pad = max((hi - lo) * 0.6, 1e-3 * max(abs(hi), 1))
+        for ax, column, color in ((left, "paper", style.PAPER), (right, "ours", style.OURS)):
+            values = frame[column].to_numpy(float)
+            err = (frame[f"{column}_err"].to_numpy(float) if f"{column}_err" in frame
+                   else np.zeros_like(values))
+            ax.errorbar(values, y, xerr=err, fmt="o", ms=10, color=color, capsize=5, lw=2)
+            finite = np.isfinite(values)
+            if finite.any():
+                lo = float(np.min((values - err)[finite]))
+                hi = float(np.max((values + err)[finite]))
+                pad = max((hi - lo) * 0.25, 1e-2 * max(abs(hi), 1))
                 ax.set_xlim(lo - pad, hi + pad)
-            for yi, v in zip(y, frame[column]):
+            for yi, v in zip(y, values):
                 if np.isfinite(v):
-                    ax.text(v, yi, f" {v:.4g}", va="center", fontsize=11)
+                    ax.annotate(f"{v:.4g}", (v, yi), textcoords="offset points",
+                                xytext=(0, 9), ha="center", fontsize=12)
             ax.set_yticks(y)
             ax.set_yticklabels(frame.index if ax is left else [])
-            ax.invert_yaxis()
+            ax.set_ylim(len(frame) - 0.4, -0.6)
+            ax.grid(axis="x", alpha=0.3)
         left.set_title(f"{title}: paper, {paper_label}", fontsize=13)
         right.set_title(f"{title}: ours, {ours_label}", fontsize=13)
     fig.tight_layout()
