@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Mapping, Optional
+from typing import Mapping, Optional, Sequence
 
 import pandas as pd
 
@@ -66,15 +66,19 @@ def _data(records: Records) -> str:
     return "\n\n".join(lines)
 
 
-def _wall_time(records: Records, cores: int, budget: float, figure: Optional[str]) -> str:
+def _wall_time(records: Records, cores: int, budget: float, figure: Optional[str],
+               pipeline: Sequence[str]) -> str:
     if not records:
         return not_run("any")
     times = run.wall_time_table(records, cores)
     s = run.budget_summary(records, budget)
     busy = times[times["busy machine"] == "yes"]["step"].tolist()
+    missing = [name for name in pipeline if name not in records]
     lines = [table(times.round({"seconds": 1, "minutes": 2, "share (%)": 1})),
              f"**Total {s['minutes']:.1f} min** over {s['steps']} steps (the sum of their "
-             f"wall times) against a budget of {budget:g} min: **{s['status']}**."
+             f"wall times) against a budget of {budget:g} min: **{s['status']}**"
+             + (f", but partial: {len(missing)} step(s) of the pipeline have not run "
+                f"({', '.join(missing)})." if missing else ".")
              + (f" From the first step's start to the last one's end: {s['span_minutes']:.1f} "
                 "min (includes pauses and resumed runs)." if s["span_minutes"] else ""),
              ("Load average: " + (f"{len(busy)} step(s) ({', '.join(busy)}) started or ended "
@@ -178,14 +182,16 @@ def _ratios(records: Records) -> str:
 
 
 def build_markdown(records: Records, machine: Mapping, *, preset: str, budget_minutes: float,
-                   command_line: str, source: str, figures: Mapping[str, Optional[str]] = {}
-                   ) -> str:
-    """The whole report. `figures`: FIGURES key -> link (relative to the file) or None."""
+                   command_line: str, source: str, figures: Mapping[str, Optional[str]] = {},
+                   pipeline: Sequence[str] = ()) -> str:
+    """The whole report. `figures`: FIGURES key -> link (relative to the file) or None;
+    `pipeline`: the steps a complete run has (those without a record are listed)."""
     cores = machine.get("cores") or os.cpu_count() or 1
     body = {
         "Machine": _machine(machine),
         "Data and seeds": _data(records),
-        "Wall time": _wall_time(records, cores, budget_minutes, figures.get("step_times")),
+        "Wall time": _wall_time(records, cores, budget_minutes, figures.get("step_times"),
+                                pipeline),
         "Table 1": _table1(records),
         "Table 8": _transfer(models.table8(records), "pkt/jkt/akt", paper.TABLE8_FINDING),
         "Table 9": _transfer(models.table9(records), "ablation_*", paper.TABLE9_FINDING),
@@ -245,7 +251,8 @@ def write_report(out_dir: str | os.PathLike, *, preset: str, budget_minutes: flo
     report_path = Path(report_path)
     links = {k: os.path.relpath(p, report_path.parent) for k, p in figures.items()}
     text = build_markdown(records, machine_info(), preset=preset, budget_minutes=budget_minutes,
-                          command_line=command_line, source=str(out_dir), figures=links)
+                          command_line=command_line, source=str(out_dir), figures=links,
+                          pipeline=[name for name in order if name not in exclude])
     atomic.write_text(report_path, text)
     return {"path": str(report_path), "figures": [str(p) for p in figures.values()],
             "sections": section_status(text)}
