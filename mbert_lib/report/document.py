@@ -20,6 +20,13 @@ from mbert_lib.report import export, models, run
 from mbert_lib.report.markdown import not_run, table
 from mbert_lib.report.records import Records, load_records, result
 
+RATIO_COLUMNS = {"model_fp32_ms": "model fp32 (ms)", "baseline_fp32_ms": "baseline fp32 (ms)",
+                 "latency_ratio_fp32": "baseline / model, fp32 medians",
+                 "latency_ratio_fp32_min": "same, fastest runs",
+                 "fastest_precision": "fastest precision", "fastest_ms": "fastest (ms)",
+                 "fastest_speedup": "baseline fp32 / fastest",
+                 "size_ratio_fp32": "size ratio fp32",
+                 "size_ratio_dynamic_int8": "size ratio dynamic_int8"}
 FIGURES = {"step_times": "report_step_times.png", "finetune": "report_finetune.png"}
 SECTIONS = ("Machine", "Data and seeds", "Wall time", "Table 1", "Table 8", "Table 9",
             "Fine-tuning", "Table 6", "Table 7", "Latency and size ratios")
@@ -137,11 +144,28 @@ def _table6(records: Records) -> str:
     tflite = result(records, "tflite")
     if tflite is None:
         return not_run("tflite", "TFLite export and quantization")
+    frame = export.table6(tflite)
+    smaller = frame[frame["precision"] != "fp32"].dropna(subset=["fp32 size / size"])
+    ours = ", ".join(f"{m} {p} {r:.2f}×" for m, p, r in
+                     zip(smaller["model"], smaller["precision"], smaller["fp32 size / size"]))
     return "\n\n".join([
         f"Task {tflite['task']}, seq {tflite.get('seq_length')}; the LiteRT interpreter on the "
-        "dev set beside the Keras model.", table(export.table6(tflite).round(4)),
-        f"Paper: {paper.TABLE6_FINDING} (size ratio {paper.QUANTIZED_SMALLER}); its per-task "
-        "numbers are not confirmed, so only the claim is compared (`fp32 size / size`)."])
+        "dev set beside the Keras model.", table(frame),
+        f"Paper: {paper.TABLE6_FINDING}, and the model is {paper.QUANTIZED_SMALLER.value:g}× "
+        "smaller; its per-task numbers are not confirmed, so only the claim is compared. Ours, "
+        f"fp32 size / size: {ours or 'no quantized variant exported'}."])
+
+
+def _load_note(records: Records, step: str) -> str:
+    """The 1-minute load when `step` started and ended, and whether that means a busy CPU."""
+    times = run.wall_time_table({step: records[step]}, os.cpu_count() or 1).iloc[0]
+    if times["load at start"] is None or pd.isna(times["load at start"]):
+        return f"The `{step}` record has no load average (made before loads were recorded)."
+    return (f"1-minute load average when `{step}` started / ended: {times['load at start']:g} / "
+            f"{times['load at end']:g}: " + ("**busy machine**, other work competed for the "
+                                             "CPU; these times are inflated, compare ratios "
+                                             "only." if times["busy machine"] == "yes" else
+                                             "quiet enough."))
 
 
 def _latency_records(records: Records) -> Optional[list]:
@@ -157,9 +181,10 @@ def _table7(records: Records) -> str:
     if frame is None:
         return "_not run: the latency records hold no complete norm × activation grid._"
     model = frame["model"].iloc[0]
-    return (f"Model `{model}`, fp32, seq {recs[0].get('seq_length')}, batch 1, median of "
-            f"{recs[0].get('repeats', '?')} runs:\n\n" + table(frame.drop(columns="model")
-                                                               .round(2)))
+    return "\n\n".join([
+        f"Model `{model}`, fp32, seq {recs[0].get('seq_length')}, batch 1, median of "
+        f"{recs[0].get('repeats', '?')} runs:", table(frame.drop(columns="model").round(2)),
+        _load_note(records, "latency")])
 
 
 def _ratios(records: Records) -> str:
@@ -170,9 +195,10 @@ def _ratios(records: Records) -> str:
     if frame.empty:
         return "_not run: the latency records hold no model/baseline pair._"
     goals = export.targets(frame, result(records, "tflite"))
-    lines = [table(frame.round(2)),
+    lines = [table(frame.rename(columns=RATIO_COLUMNS).round(2)),
              f"Paper (Pixel 4, 4 threads): {paper.FASTER_THAN_BERT_BASE}× faster, "
              f"{paper.SMALLER_THAN_BERT_BASE}× smaller than BERT_BASE."]
+    lines.append(_load_note(records, "latency"))
     if goals.empty:
         lines.append("Targets of issue 7 (paper-size `mobilebert` vs `bert_base`, 2 threads): "
                      "not applicable, these records are of other models.")
