@@ -129,3 +129,11 @@ def test_markdown_table_cells():
     lines = text.splitlines()
     assert lines[0] == "| a\\|b | n | f |" and lines[1] == "|---|---:|---:|"
     assert lines[2] == "| x\\|y | 1,234,567 | 0.1235 |" and lines[3] == "| — | 3 | 2 |"
+
+
+def test_a_corrupt_record_is_a_warning_and_counts_as_not_run(tmp_path):
+    out = make_run(tmp_path, ["data", "pkt"])
+    (out / "pkt" / "step.json").write_text("{half a record")
+    with pytest.warns(UserWarning, match="pkt.*not valid JSON"):
+        records = load_records(out)
+    assert list(records) == ["data"]

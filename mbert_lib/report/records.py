@@ -2,17 +2,19 @@
 
 `Records` maps step name -> record ({"step", "title", "result", "seconds",
 "fingerprint", "settings", "finished", "load_average", ...}); a step that
-has not finished has no entry, and every table built from it says "not run".
+has not finished (or whose record is corrupt: a warning) has no entry, and
+every table built from it says "not run".
 """
 
 from __future__ import annotations
 
 import datetime
 import os
+import warnings
 from pathlib import Path
 from typing import Mapping, Optional, Sequence
 
-from mbert_lib.pipeline.core import RECORD_FILE, read_record
+from mbert_lib.pipeline.core import RECORD_FILE, PipelineError, read_record
 
 Records = Mapping[str, dict]
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"     # a record's "finished"
@@ -25,7 +27,15 @@ def load_records(out_dir: str | os.PathLike, order: Sequence[str] = (),
     root = Path(out_dir)
     found = sorted(p.parent.name for p in root.glob(f"*/{RECORD_FILE}")) if root.is_dir() else []
     names = [n for n in order if n in found] + [n for n in found if n not in order]
-    return {n: read_record(root / n) for n in names if n not in exclude}
+    records = {}
+    for name in names:
+        if name in exclude:
+            continue
+        try:
+            records[name] = read_record(root / name)
+        except PipelineError as e:       # a corrupt record: reported, the step counts as not run
+            warnings.warn(str(e), stacklevel=2)
+    return records
 
 
 def result(records: Records, step: str) -> Optional[dict]:
