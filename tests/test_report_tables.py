@@ -137,3 +137,11 @@ def test_a_corrupt_record_is_a_warning_and_counts_as_not_run(tmp_path):
     with pytest.warns(UserWarning, match="pkt.*not valid JSON"):
         records = load_records(out)
     assert list(records) == ["data"]
+
+
+def test_records_without_load_average_are_not_called_quiet(tmp_path):
+    records = load_records(make_run(tmp_path, ["data", "pkt"]))
+    del records["data"]["load_average"]
+    text = _markdown(records)
+    assert "no step with a recorded load ran on a busy machine" in text
+    assert "Unknown for data: their records were made before" in text

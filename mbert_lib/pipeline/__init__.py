@@ -61,5 +61,5 @@ def ensure(names: Sequence[str], ctx: Context) -> dict:
     return {name: ctx.result(name) for name in names}
 
 
-__all__ = ["Context", "DiskFullError", "PipelineError", "PRESETS", "STEPS", "Step", "ensure", "make_context",
-           "notebook_context", "run_steps", "summary_table"]
+__all__ = ["Context", "DiskFullError", "PipelineError", "PRESETS", "STEPS", "Step", "ensure",
+           "make_context", "notebook_context", "run_steps", "summary_table"]

@@ -11,6 +11,7 @@ It reads records and never runs other steps: a step that has not run is a
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Mapping
 
 from mbert_lib.pipeline.core import Context, Step
@@ -34,11 +35,20 @@ def _command(ctx: Context, preset: str) -> str:
     return command(preset, ctx.data_dir, out)
 
 
+def _shown(path: Path) -> str:
+    """`path` relative to the repository when it is inside it (runs/laptop), else as is."""
+    try:
+        return str(path.absolute().relative_to(REPO_ROOT))
+    except ValueError:
+        return str(path)
+
+
 def run_report(ctx: Context, settings: Mapping[str, Any]) -> dict:
     from mbert_lib.report.document import write_report
 
     common = {"preset": settings["preset"], "budget_minutes": settings["budget_minutes"],
-              "command_line": _command(ctx, settings["preset"]), "order": _pipeline_order()}
+              "command_line": _command(ctx, settings["preset"]), "order": _pipeline_order(),
+              "source": _shown(ctx.out_dir)}
     written = write_report(ctx.out_dir, figures_dir=ctx.step_dir("report"),
                            report_path=ctx.out_dir / REPORT_FILE, **common)
     ctx.log(f"report: {written['path']}")

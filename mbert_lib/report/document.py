@@ -88,15 +88,24 @@ def _wall_time(records: Records, cores: int, budget: float, figure: Optional[str
                 f"({', '.join(missing)})." if missing else ".")
              + (f" From the first step's start to the last one's end: {s['span_minutes']:.1f} "
                 "min (includes pauses and resumed runs)." if s["span_minutes"] else ""),
-             ("Load average: " + (f"{len(busy)} step(s) ({', '.join(busy)}) started or ended "
-                                  f"with a 1-minute load above {run.busy_threshold(cores):g} "
-                                  "(cores + 1): other work was competing for the CPU, so their "
-                                  "times (and any latency measured then) are inflated."
-                                  if busy else "no step ran on a busy machine (1-minute load "
-                                  f"at most {run.busy_threshold(cores):g} = cores + 1)."))]
+             _busy_note(times, busy, run.busy_threshold(cores))]
     if figure:
         lines.append(f"![wall time per step]({figure})")
     return "\n\n".join(lines)
+
+
+def _busy_note(times: pd.DataFrame, busy: Sequence[str], threshold: float) -> str:
+    unknown = times[times["busy machine"] == "—"]["step"].tolist()
+    text = "Load average: " + (
+        f"{len(busy)} step(s) ({', '.join(busy)}) started or ended with a 1-minute load above "
+        f"{threshold:g} (cores + 1): other work was competing for the CPU, so their times (and "
+        "any latency measured then) are inflated." if busy else
+        f"no step with a recorded load ran on a busy machine (1-minute load at most "
+        f"{threshold:g} = cores + 1).")
+    if unknown:
+        text += (f" Unknown for {', '.join(unknown)}: their records were made before the "
+                 "pipeline recorded load averages.")
+    return text
 
 
 def _table1(records: Records) -> str:
@@ -266,10 +275,11 @@ def write_figures(records: Records, directory: Path, budget_minutes: float, pres
 
 def write_report(out_dir: str | os.PathLike, *, preset: str, budget_minutes: float,
                  command_line: str, figures_dir: str | os.PathLike,
-                 report_path: str | os.PathLike, order=(), exclude=("report",)) -> dict:
+                 report_path: str | os.PathLike, order=(), exclude=("report",),
+                 source: Optional[str] = None) -> dict:
     """Reads the records under `out_dir` (steps in `order` first, `exclude` left out), draws
-    the figures into `figures_dir` and writes `report_path` (figure links relative to it).
-    Returns {"path", "figures", "sections"}."""
+    the figures into `figures_dir` and writes `report_path` (figure links relative to it);
+    `source` is how the report names `out_dir`. Returns {"path", "figures", "sections"}."""
     from mbert_lib.report.machine import machine_info
 
     records = load_records(out_dir, order=order, exclude=exclude)
@@ -277,7 +287,7 @@ def write_report(out_dir: str | os.PathLike, *, preset: str, budget_minutes: flo
     report_path = Path(report_path)
     links = {k: os.path.relpath(p, report_path.parent) for k, p in figures.items()}
     text = build_markdown(records, machine_info(), preset=preset, budget_minutes=budget_minutes,
-                          command_line=command_line, source=str(out_dir), figures=links,
+                          command_line=command_line, source=source or str(out_dir), figures=links,
                           pipeline=[name for name in order if name not in exclude])
     atomic.write_text(report_path, text)
     return {"path": str(report_path), "figures": [str(p) for p in figures.values()],
