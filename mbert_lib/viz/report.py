@@ -15,7 +15,7 @@ def plot_step_times(times: pd.DataFrame, budget_minutes: float, title: str, path
     """Horizontal bars: minutes per step (from `report.run.wall_time_table`), steps that ran
     on a busy machine hatched; the cumulative time against the budget on the right."""
     style.apply()
-    fig, (left, right) = plt.subplots(1, 2, figsize=(15, 1.6 + 0.45 * len(times)),
+    fig, (left, right) = plt.subplots(1, 2, figsize=(15, max(4.5, 1.6 + 0.45 * len(times))),
                                       gridspec_kw={"width_ratios": [1.4, 1]})
     y = np.arange(len(times))
     busy = times["busy machine"].eq("yes").to_numpy()
@@ -34,7 +34,8 @@ def plot_step_times(times: pd.DataFrame, budget_minutes: float, title: str, path
                   label=f"budget {budget_minutes:g} min")
     right.set(xlabel="steps done", ylabel="minutes", title=f"total {cumulative[-1]:.1f} min")
     right.set_ylim(0, max(budget_minutes, cumulative[-1]) * 1.15)
-    right.legend(loc="upper left")
+    right.xaxis.set_major_locator(plt.MaxNLocator(integer=True))
+    right.legend(loc="lower right")
     fig.suptitle(title)
     fig.tight_layout()
     style.save(fig, path)
