@@ -14,6 +14,7 @@ PARAMS = {"teacher": 4_000_000, "pkt": 556_160, "student_scratch": 556_160,
           "bert_baseline": 558_256, "jkt": 556_160}
 DISTILL = {"pkt": 0.3012, "jkt": 0.2950, "akt": 0.2950, "ablation_no_transfer": 0.2001,
            "ablation_pd": 0.2500, "ablation_pd_fmt": 0.2900, "ablation_fmt_at": 0.1000}
+PREDICTIONS = 12_386
 SECONDS = {"data": 20.0, "teacher": 600.0, "pkt": 300.0, "finetune": 420.0}
 # latency: (model, norm, act, precision, threads) -> (median_ms, min_ms, size_bytes)
 LATENCY = {
@@ -76,9 +77,10 @@ def _result(out: Path, step: str) -> dict:
                 "counts": {"train": 1000, "eval": 50}}
     if step in DISTILL:
         return {"model_dir": str(out / step), "train_steps": 600, "eval": {
-            "mlm_accuracy": DISTILL[step], "perplexity": 100.0, "nsp_accuracy": 0.6}}
+            "mlm_accuracy": DISTILL[step], "perplexity": 100.0, "nsp_accuracy": 0.6,
+            "predictions": PREDICTIONS}}
     if step in ("teacher", "student_scratch", "bert_baseline"):
-        return {"model_dir": str(out / step), "eval": {"mlm_accuracy": 0.35}}
+        return {"model_dir": str(out / step), "eval": {"mlm_accuracy": 0.35, "perplexity": 90.0}}
     if step == "finetune":
         return {"task": "sst2", "source": "local", "models": {
             **{m: {"status": "done", "metric": "accuracy", "values": v,

@@ -7,7 +7,7 @@ import pytest
 from mbert_lib import paper
 from mbert_lib.report import build_markdown, export, load_records, models, run, section_status
 from mbert_lib.report.markdown import table
-from tests.report_fixtures import DISTILL, FINETUNE_VALUES, LATENCY, PARAMS, make_run
+from tests.report_fixtures import DISTILL, FINETUNE_VALUES, LATENCY, PARAMS, PREDICTIONS, make_run
 
 MACHINE = {"cpu": "Test CPU", "cores": 2, "memory_gib": 24.0, "os": "Linux",
            "versions": {"python": "3.11", "tensorflow": "2.21.0"},
@@ -44,7 +44,10 @@ def test_table8_and_9_rows_and_paper_means(records):
     for label, step in (("PKT", "pkt"), ("JKT", "jkt"), ("AKT", "akt")):
         glue = [paper.TABLE8[label][t].value for t in ("MNLI-m", "QNLI", "MRPC", "SST-2")]
         assert t8.loc[label, "paper GLUE-4 dev mean (≈, %)"] == pytest.approx(sum(glue) / 4)
-        assert t8.loc[label, "ours: held-out MLM acc (%)"] == pytest.approx(100 * DISTILL[step])
+        p = DISTILL[step]
+        assert t8.loc[label, "ours: held-out MLM acc (%)"] == pytest.approx(100 * p)
+        assert t8.loc[label, "± s.e. (points)"] == pytest.approx(
+            100 * np.sqrt(p * (1 - p) / PREDICTIONS))
     assert t8.loc["PKT", "ours: fine-tuned dev (%)"].startswith("83.3 ± 2.5 (n=3)")
     assert t8.loc["AKT", "ours: fine-tuned dev (%)"] == "not run"
     assert models.ranking(t8.reset_index()) == "PKT > AKT = JKT"   # ties keep the table order
@@ -109,6 +112,7 @@ def test_full_report_has_every_section_and_no_not_run(records):
     assert len(status) == 10 and set(status.values()) == {"ok"}, status
     assert "Test CPU" in text and "12345" in text and "aa" * 32 in text
     assert "5.5× faster" in text and "4.3× smaller" in text
+    assert "The teacher, for reference: held-out MLM accuracy 35.00%, perplexity 90.0." in text
 
 
 def test_missing_steps_say_not_run(tmp_path):

@@ -119,14 +119,20 @@ def _table1(records: Records) -> str:
     return "\n\n".join(lines)
 
 
-def _transfer(frame: Optional[pd.DataFrame], steps: str, finding: str) -> str:
+def _transfer(records: Records, frame: Optional[pd.DataFrame], steps: str, finding: str
+              ) -> str:
     if frame is None:
         return not_run(steps)
     order = models.ranking(frame)
+    teacher = (result(records, "teacher") or {}).get("eval") or {}
+    reference = (f"The teacher, for reference: held-out MLM accuracy "
+                 f"{100 * teacher['mlm_accuracy']:.2f}%, perplexity {teacher['perplexity']:.1f}."
+                 if {"mlm_accuracy", "perplexity"} <= set(teacher) else "")
     return "\n\n".join([
-        table(frame.round(2)),
-        f"Paper: {finding}. Ours, by held-out MLM accuracy (one run each): "
-        f"{order or 'no numbers yet'}. The paper's columns are GLUE dev scores of full-size "
+        table(frame.round(2)) + ("\n\n" + reference if reference else ""),
+        f"Paper: {finding}. Ours, by held-out MLM accuracy (one run each; differences within "
+        f"about two standard errors are measurement noise): {order or 'no numbers yet'}. The "
+        "paper's columns are GLUE dev scores of full-size "
         "models (≈: recalled, not confirmed); ours are held-out MLM/NSP metrics of the "
         "reduced-size students and, where the finetune step covered the row, its fine-tuned "
         "dev accuracy."])
@@ -228,8 +234,10 @@ def build_markdown(records: Records, machine: Mapping, *, preset: str, budget_mi
         "Wall time": _wall_time(records, cores, budget_minutes, figures.get("step_times"),
                                 pipeline),
         "Table 1": _table1(records),
-        "Table 8": _transfer(models.table8(records), "pkt/jkt/akt", paper.TABLE8_FINDING),
-        "Table 9": _transfer(models.table9(records), "ablation_*", paper.TABLE9_FINDING),
+        "Table 8": _transfer(records, models.table8(records), "pkt/jkt/akt",
+                             paper.TABLE8_FINDING),
+        "Table 9": _transfer(records, models.table9(records), "ablation_*",
+                             paper.TABLE9_FINDING),
         "Fine-tuning": _finetune(records, figures.get("finetune")),
         "Table 6": _table6(records),
         "Table 7": _table7(records),

@@ -81,6 +81,11 @@ def run_sizes(records: Records) -> Optional[pd.DataFrame]:
     return pd.DataFrame(rows)
 
 
+def standard_error(p: float, n: float) -> float:
+    """Sampling error of an accuracy p measured on n predictions, sqrt(p (1 - p) / n)."""
+    return math.sqrt(p * (1 - p) / n) if n and n > 0 else math.nan
+
+
 def _sst2_cell(finetune: Optional[dict], step: str) -> str:
     """"mean ± std (n=k)" of the step's fine-tuned dev metric, or why there is none."""
     if finetune is None:
@@ -96,8 +101,9 @@ def _sst2_cell(finetune: Optional[dict], step: str) -> str:
 def transfer_table(records: Records, rows: Mapping[str, str], paper_rows: Mapping[str, dict]
                    ) -> Optional[pd.DataFrame]:
     """One row per step of `rows` (step -> paper row label): the paper's GLUE dev mean of
-    MNLI-m/QNLI/MRPC/SST-2 and SST-2 (both ≈), our held-out MLM accuracy, perplexity, NSP
-    accuracy, student updates, and our fine-tuned dev metric when the finetune step has it.
+    MNLI-m/QNLI/MRPC/SST-2 and SST-2 (both ≈), our held-out MLM accuracy with its sampling
+    error, perplexity, NSP accuracy, student updates, and our fine-tuned dev metric when the
+    finetune step has it.
     None when no step of `rows` has run."""
     if not any(step in records for step in rows):
         return None
@@ -114,6 +120,8 @@ def transfer_table(records: Records, rows: Mapping[str, str], paper_rows: Mappin
                                              if cells else math.nan),
             "paper SST-2 dev (≈, %)": cells["SST-2"].value if cells else math.nan,
             "ours: held-out MLM acc (%)": 100 * metrics.get("mlm_accuracy", math.nan),
+            "± s.e. (points)": 100 * standard_error(metrics.get("mlm_accuracy", math.nan),
+                                                    metrics.get("predictions", math.nan)),
             "perplexity": metrics.get("perplexity", math.nan),
             "NSP acc (%)": 100 * metrics.get("nsp_accuracy", math.nan),
             "student updates": str((r or {}).get("train_steps", "—")),
