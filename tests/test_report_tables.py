@@ -149,3 +149,18 @@ def test_records_without_load_average_are_not_called_quiet(tmp_path):
     text = _markdown(records)
     assert "no step with a recorded load ran on a busy machine" in text
     assert "Unknown for data: their records were made before" in text
+
+
+def test_latency_throughput_and_per_measurement_load(tmp_path):
+    from mbert_lib.anatomy.flops import flops
+    from mbert_lib.config import get_preset
+
+    records = load_records(make_run(tmp_path, ["latency"]))
+    del records["latency"]["load_average"]
+    for r in records["latency"]["result"]["records"]:
+        r["load_1min"] = 4.5
+    text = _markdown(records)
+    gflop = flops(get_preset("mobilebert"), 128) / 1e9
+    assert f"mobilebert 2 thread(s): {gflop:.2f} GFLOP in 46 ms = {gflop / 0.046:.0f} GFLOP/s" \
+        in text
+    assert "1-minute load average during `latency` (per measurement): 4.5 to 4.5: **busy" in text

@@ -172,15 +172,43 @@ def _table6(records: Records) -> str:
 
 
 def _load_note(records: Records, step: str) -> str:
-    """The 1-minute load when `step` started and ended, and whether that means a busy CPU."""
+    """The 1-minute load when `step` started and ended (or, failing that, the per-record
+    `load_1min` of its result's records), and whether that means a busy CPU."""
     times = run.wall_time_table({step: records[step]}, os.cpu_count() or 1).iloc[0]
     if times["load at start"] is None or pd.isna(times["load at start"]):
-        return f"The `{step}` record has no load average (made before loads were recorded)."
+        loads = [r["load_1min"] for r in (result(records, step) or {}).get("records", [])
+                 if r.get("load_1min") is not None]
+        if not loads:
+            return f"The `{step}` record has no load average (made before loads were recorded)."
+        threshold = run.busy_threshold(records[step].get("cpu_count") or os.cpu_count() or 1)
+        return (f"1-minute load average during `{step}` (per measurement): {min(loads):g} to "
+                f"{max(loads):g}: " + ("**busy machine**, other work competed for the CPU; "
+                                       "these times are inflated, compare ratios only."
+                                       if max(loads) > threshold else "quiet enough."))
     return (f"1-minute load average when `{step}` started / ended: {times['load at start']:g} / "
             f"{times['load at end']:g}: " + ("**busy machine**, other work competed for the "
                                              "CPU; these times are inflated, compare ratios "
                                              "only." if times["busy machine"] == "yes" else
                                              "quiet enough."))
+
+
+def _throughput(recs) -> str:
+    """Matmul GFLOP/s the fp32 encoders reached (FLOPs of their presets, mbert_lib.anatomy):
+    a check that the times are physically plausible for the CPU."""
+    from mbert_lib.anatomy.flops import flops
+    from mbert_lib.config import PRESETS, get_preset
+
+    parts = []
+    for r in recs:
+        if r["precision"] == "fp32" and r["model"] in PRESETS:
+            config = get_preset(r["model"])
+            if (config.normalization_type, config.hidden_act) == (r["normalization_type"],
+                                                                  r["hidden_act"]):
+                gflop = flops(config, int(r["seq_length"])) / 1e9
+                parts.append(f"{r['model']} {r['threads']} thread(s): {gflop:.2f} GFLOP in "
+                             f"{r['median_ms']:g} ms = {gflop / r['median_ms'] * 1e3:.0f} GFLOP/s")
+    return ("Matmul throughput of the fp32 encoders (FLOPs from `mbert_lib.anatomy`): "
+            + "; ".join(parts) + ".") if parts else ""
 
 
 def _latency_records(records: Records) -> Optional[list]:
@@ -212,7 +240,7 @@ def _ratios(records: Records) -> str:
     goals = export.targets(frame, result(records, "tflite"))
     lines = [table(frame.rename(columns=RATIO_COLUMNS).round(2)),
              f"Paper (Pixel 4, 4 threads): {paper.FASTER_THAN_BERT_BASE}× faster, "
-             f"{paper.SMALLER_THAN_BERT_BASE}× smaller than BERT_BASE."]
+             f"{paper.SMALLER_THAN_BERT_BASE}× smaller than BERT_BASE.", _throughput(recs)]
     lines.append(_load_note(records, "latency"))
     if goals.empty:
         lines.append("Targets of issue 7 (paper-size `mobilebert` vs `bert_base`, 2 threads): "
