@@ -26,6 +26,13 @@ def run(args) -> int:
     only = [s.strip() for s in args.steps.split(",")] if args.steps else None
     ctx.log(f"reproduce: preset {args.preset}, output {ctx.out_dir}, data "
             f"{ctx.data_dir or 'builtin (offline default)'}")
-    records = run_steps(STEPS, ctx, only)
+    records: list[dict] = []
+    try:
+        run_steps(STEPS, ctx, only, records=records)
+    except BaseException:
+        if records:
+            ctx.log("\n" + summary_table(records) + "\nthe run stopped; run the same command "
+                    "again to resume (finished steps are skipped)")
+        raise
     ctx.log("\n" + summary_table(records))
     return 0

@@ -1,7 +1,9 @@
 """`python -m mbert_lib reproduce`: the paper's pipeline at laptop scale, resumable, step by step.
 
     core.py      Step / Context / run_steps: records, skipping of finished steps, summary
+    checks.py    the data directory before a run, a full disk during one
     steps.py     data and teacher steps (thin glue to the library) and their settings
+    steps_report.py  the last step: REPORT.md from every record (mbert_lib.report)
     registry.py  every step module in order; the `laptop` and `smoke` presets
 
 Notebooks use the same steps to get (or make) the artifacts they discuss:
@@ -16,6 +18,7 @@ from typing import Optional, Sequence
 
 from mbert_lib.pipeline.core import (
     Context,
+    DiskFullError,
     PipelineError,
     Step,
     data_dir_or_env,
@@ -58,5 +61,5 @@ def ensure(names: Sequence[str], ctx: Context) -> dict:
     return {name: ctx.result(name) for name in names}
 
 
-__all__ = ["Context", "PipelineError", "PRESETS", "STEPS", "Step", "ensure", "make_context",
-           "notebook_context", "run_steps", "summary_table"]
+__all__ = ["Context", "DiskFullError", "PipelineError", "PRESETS", "STEPS", "Step", "ensure",
+           "make_context", "notebook_context", "run_steps", "summary_table"]

@@ -14,6 +14,13 @@ fine-tuning step compares): those that are part of the pipeline run before
 it and enter its fingerprint; those that are not are passed over here and
 reported by the step itself, and appear in its fingerprint as absent, so
 the step re-runs once they exist.
+
+A step marked `rerun` (the report: it only reads the others' records, in
+seconds) runs every time, so that it always shows the records as they are.
+Each record also holds the machine's load average when the step started
+and ended (`os.getloadavg`): timings taken while other work loaded the CPU
+can be told apart. A full disk stops the run with a DiskFullError saying how
+to resume; a failing step appears as "failed" in the summary.
 """
 
 from __future__ import annotations
@@ -27,12 +34,17 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Sequence
 
 from mbert_lib import atomic
+from mbert_lib.pipeline import checks
 
 RECORD_FILE = "step.json"
 
 
 class PipelineError(ValueError):
     """A step cannot run: a missing input, an unknown step name, a bad preset."""
+
+
+class DiskFullError(PipelineError):
+    """The disk filled up while a step was writing; the run resumes once there is space."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,6 +56,7 @@ class Step:
     run: Callable[["Context", Mapping[str, Any]], dict]
     depends: tuple[str, ...] = ()
     uses: Optional[Callable[[Mapping[str, Any]], Sequence[str]]] = None  # settings -> steps
+    rerun: bool = False           # run even when finished (a summary of other steps' records)
 
     def used_steps(self, settings: Mapping[str, Any]) -> tuple[str, ...]:
         """The steps this step's settings name (see the module docstring)."""
@@ -90,18 +103,28 @@ def read_record(directory: Path) -> Optional[dict]:
             from None
 
 
+def load_average() -> Optional[list[float]]:
+    """The 1, 5 and 15-minute load averages (None where the OS has none)."""
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except (AttributeError, OSError):
+        return None
+
+
 def run_steps(steps: Sequence[Step], ctx: Context, only: Optional[Sequence[str]] = None,
-              ) -> list[dict]:
+              records: Optional[list] = None) -> list[dict]:
     """Runs `steps` in order (or those in `only` and what they depend on); returns records.
 
     Prints "[k/n] title" per step, "(done, skipped)" for finished ones, and
-    the wall time of each.
+    the wall time of each. `records`, if given, receives each record as it
+    is made, and a {"step", "failed": True, "seconds"} entry for a step that
+    raises (so a caller can show how far a failed run got).
     """
     by_name = {s.name: s for s in steps}
     wanted = _with_dependencies(only, by_name, ctx) if only else [s.name for s in steps]
     todo = [s for s in steps if s.name in wanted]
     prints: dict[str, str] = {}
-    records = []
+    records = [] if records is None else records
     for k, step in enumerate(todo, 1):
         settings = ctx.settings.get(step.name, {})
         upstream = [prints.get(d, "") for d in step.depends] + [
@@ -110,22 +133,32 @@ def run_steps(steps: Sequence[Step], ctx: Context, only: Optional[Sequence[str]]
         directory = ctx.step_dir(step.name)
         record = read_record(directory)
         header = f"[{k}/{len(todo)}] {step.title}"
-        if record is not None and record.get("fingerprint") == prints[step.name]:
+        if (record is not None and not step.rerun
+                and record.get("fingerprint") == prints[step.name]):
             ctx.log(f"{header}: done ({record['seconds']:.0f} s when it ran), skipped")
             records.append({**record, "skipped": True})
             continue
         ctx.log(header)
         for dependency in step.depends:
             ctx.result(dependency)
-        directory.mkdir(parents=True, exist_ok=True)
-        start = time.perf_counter()
-        result = step.run(ctx, settings)
-        record = {"step": step.name, "title": step.title, "result": result,
-                  "seconds": round(time.perf_counter() - start, 1),
-                  "fingerprint": prints[step.name], "settings": settings,
-                  "finished": time.strftime("%Y-%m-%d %H:%M:%S")}
-        atomic.write_text(directory / RECORD_FILE,
-                          json.dumps(record, indent=2, default=str) + "\n")
+        start, load_start = time.perf_counter(), load_average()
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            result = step.run(ctx, settings)
+            record = {"step": step.name, "title": step.title, "result": result,
+                      "seconds": round(time.perf_counter() - start, 1),
+                      "fingerprint": prints[step.name], "settings": settings,
+                      "finished": time.strftime("%Y-%m-%d %H:%M:%S"),
+                      "load_average": {"start": load_start, "end": load_average()},
+                      "cpu_count": os.cpu_count()}
+            atomic.write_text(directory / RECORD_FILE,
+                              json.dumps(record, indent=2, default=str) + "\n")
+        except BaseException as e:
+            records.append({"step": step.name, "title": step.title, "failed": True,
+                            "skipped": False, "seconds": round(time.perf_counter() - start, 1)})
+            if checks.is_disk_full(e):
+                raise DiskFullError(checks.disk_full_message(step.name, ctx.out_dir, e)) from e
+            raise
         ctx.log(f"{header}: finished in {record['seconds']:.0f} s")
         records.append({**record, "skipped": False})
     return records
@@ -148,11 +181,17 @@ def _with_dependencies(only: Sequence[str], by_name: Mapping[str, Step], ctx: Co
     return wanted
 
 
+def status(record: Mapping[str, Any]) -> str:
+    """"skipped (done)", "ran" or "FAILED" (a record of run_steps)."""
+    if record.get("failed"):
+        return "FAILED"
+    return "skipped (done)" if record.get("skipped") else "ran"
+
+
 def summary_table(records: Sequence[dict]) -> str:
     """A plain-text table: step, status, wall time."""
-    rows = [(r["step"], "skipped (done)" if r.get("skipped") else "ran", f"{r['seconds']:.0f} s")
-            for r in records]
-    width = max([len(r[0]) for r in rows] + [4])
+    rows = [(r["step"], status(r), f"{r['seconds']:.0f} s") for r in records]
+    width = max([len(r[0]) for r in rows] + [5])
     lines = [f"{'step':<{width}}  {'status':<15}  time"]
     lines += [f"{a:<{width}}  {b:<15}  {c}" for a, b, c in rows]
     total = sum(r["seconds"] for r in records)
@@ -161,8 +200,7 @@ def summary_table(records: Sequence[dict]) -> str:
 
 
 def data_dir_or_env(data_dir: Optional[str]) -> Optional[str]:
-    """The explicit --data-dir, else MBERT_DATA_DIR, else None (the offline default)."""
+    """The explicit --data-dir, else MBERT_DATA_DIR, else None (the offline default);
+    a given directory must be readable and hold the expected files (checks.check_data_dir)."""
     value = data_dir or os.environ.get("MBERT_DATA_DIR") or None
-    if value is not None and not os.path.isdir(value):
-        raise PipelineError(f"data directory {value} does not exist or is not a directory")
-    return value
+    return None if value is None else checks.check_data_dir(value)

@@ -1,0 +1,75 @@
+"""The last step of `python -m mbert_lib reproduce`: REPORT.md from every step's record.
+
+    report   <out>/REPORT.md (figures in <out>/report/); with settings["publish"]
+             (the laptop preset) also results/REPORT.md and figures/report_*.png at the
+             repository root, the files the README shows
+
+It reads records and never runs other steps: a step that has not run is a
+"not run" section. Being seconds of work over records, it runs every time
+(`rerun`), so the report always shows the records as they are now.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
+
+from mbert_lib.pipeline.core import Context, Step
+from mbert_lib.runtime import REPO_ROOT
+
+REPORT_FILE = "REPORT.md"
+
+
+def _pipeline_order() -> list[str]:
+    from mbert_lib.pipeline.registry import STEPS
+
+    return [s.name for s in STEPS]
+
+
+def _command(ctx: Context, preset: str) -> str:
+    from mbert_lib.pipeline import DEFAULT_OUT
+    from mbert_lib.report.document import command
+
+    default = DEFAULT_OUT / preset
+    out = None if ctx.out_dir.resolve() == default.resolve() else str(ctx.out_dir)
+    return command(preset, ctx.data_dir, out)
+
+
+def _shown(path: Path) -> str:
+    """`path` relative to the repository when it is inside it (runs/laptop), else as is."""
+    try:
+        return str(path.absolute().relative_to(REPO_ROOT))
+    except ValueError:
+        return str(path)
+
+
+def run_report(ctx: Context, settings: Mapping[str, Any]) -> dict:
+    from mbert_lib.report.document import write_report
+
+    common = {"preset": settings["preset"], "budget_minutes": settings["budget_minutes"],
+              "command_line": _command(ctx, settings["preset"]), "order": _pipeline_order(),
+              "source": _shown(ctx.out_dir)}
+    written = write_report(ctx.out_dir, figures_dir=ctx.step_dir("report"),
+                           report_path=ctx.out_dir / REPORT_FILE, **common)
+    ctx.log(f"report: {written['path']}")
+    published = None
+    if settings["publish"]:
+        published = write_report(ctx.out_dir, figures_dir=REPO_ROOT / "figures",
+                                 report_path=REPO_ROOT / "results" / REPORT_FILE, **common)
+        ctx.log(f"report: published {published['path']} and {len(published['figures'])} "
+                "figure(s) in figures/")
+    missing = [name for name, status in written["sections"].items() if status == "not run"]
+    if missing:
+        ctx.log(f"report: not run yet: {', '.join(missing)}")
+    return {"report": written["path"], "figures": written["figures"],
+            "sections": written["sections"],
+            "published": published["path"] if published else None}
+
+
+STEPS = [Step("report", "the report: paper vs reproduced tables, wall time, hardware "
+              "(REPORT.md)", run_report, rerun=True)]
+
+SETTINGS = {
+    "laptop": {"report": {"preset": "laptop", "budget_minutes": 45, "publish": True}},
+    "smoke": {"report": {"preset": "smoke", "budget_minutes": 3, "publish": False}},
+}

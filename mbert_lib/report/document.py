@@ -1,0 +1,237 @@
+"""REPORT.md: every paper-vs-reproduced table of a run, built from its step records.
+
+`build_markdown` is pure (records and machine info in, text out) so tests can
+feed it fixture records; `write_report` reads a run directory, draws the
+figures and writes the file(s). A section whose step has no record says
+"not run"; nothing here raises because a step is missing.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Mapping, Optional, Sequence
+
+import pandas as pd
+
+from mbert_lib import atomic, paper
+from mbert_lib.report import deployment, models, run
+from mbert_lib.report.markdown import not_run, table
+from mbert_lib.report.records import Records, load_records, result
+
+FIGURES = {"step_times": "report_step_times.png", "finetune": "report_finetune.png"}
+SECTIONS = ("Machine", "Data and seeds", "Wall time", "Table 1", "Table 8", "Table 9",
+            "Fine-tuning", "Table 6", "Table 7", "Latency and size ratios")
+
+
+def command(preset: str, data_dir: Optional[str], out: Optional[str]) -> str:
+    """The command line that makes this run."""
+    return ("python -m mbert_lib reproduce --preset " + preset
+            + (f" --data-dir {data_dir}" if data_dir else "") + (f" --out {out}" if out else ""))
+
+
+def _machine(machine: Mapping) -> str:
+    v = machine["versions"]
+    rows = [("CPU", machine["cpu"]), ("cores", machine["cores"]),
+            ("memory", f"{machine['memory_gib']:.1f} GiB" if machine["memory_gib"] else "—"),
+            ("OS", machine["os"]), *[(k, v[k]) for k in v],
+            ("load average now (1, 5, 15 min)",
+             ", ".join(map(str, machine["load_average"] or [])) or "—")]
+    return table(pd.DataFrame(rows, columns=["", "value"])) + (
+        "\n\nThe paper trains on TPUs and measures latency on a Pixel 4 phone (TFLite, 4 "
+        "threads); everything here ran on the CPU above.")
+
+
+def _data(records: Records) -> str:
+    prov = run.data_provenance(records)
+    if prov is None:
+        return not_run("data")
+    files = pd.DataFrame([{"file": f["name"], "bytes": f["size_bytes"], "sha256": f["sha256"],
+                           "matches the published sha256": "yes" if f.get("sha256")
+                           == f.get("expected_sha256") else ("—" if not f.get("expected_sha256")
+                                                              else "NO")}
+                          for f in prov["files"]])
+    counts = ", ".join(f"{k} {v:,}" for k, v in (prov["counts"] or {}).items())
+    lines = [f"Source **{prov['source']}**" + (f" (`{prov['data_dir']}`)" if prov["data_dir"]
+                                               else " (the offline builtin corpus)")
+             + f", corpus `{prov['corpus']}`; pre-training examples: {counts}.",
+             f"Training text sha256 `{prov['train_text_sha256']}`, held-out text "
+             f"`{prov['heldout_text_sha256']}`, tokenizer `{prov['tokenizer_sha256']}`; data "
+             f"step fingerprint `{prov['fingerprint']}`."]
+    if not files.empty:
+        lines.append(table(files))
+    seeds = run.seeds_table(records)
+    lines.append("Seeds:\n\n" + table(seeds))
+    return "\n\n".join(lines)
+
+
+def _wall_time(records: Records, cores: int, budget: float, figure: Optional[str],
+               pipeline: Sequence[str]) -> str:
+    if not records:
+        return not_run("any")
+    times = run.wall_time_table(records, cores)
+    s = run.budget_summary(records, budget)
+    busy = times[times["busy machine"] == "yes"]["step"].tolist()
+    missing = [name for name in pipeline if name not in records]
+    lines = [table(times.round({"seconds": 1, "minutes": 2, "share (%)": 1})),
+             f"**Total {s['minutes']:.1f} min** over {s['steps']} steps (the sum of their "
+             f"wall times) against a budget of {budget:g} min: **{s['status']}**"
+             + (f", but partial: {len(missing)} step(s) of the pipeline have not run "
+                f"({', '.join(missing)})." if missing else ".")
+             + (f" From the first step's start to the last one's end: {s['span_minutes']:.1f} "
+                "min (includes pauses and resumed runs)." if s["span_minutes"] else ""),
+             _busy_note(times, busy, run.busy_threshold(cores))]
+    if figure:
+        lines.append(f"![wall time per step]({figure})")
+    return "\n\n".join(lines)
+
+
+def _busy_note(times: pd.DataFrame, busy: Sequence[str], threshold: float) -> str:
+    unknown = times[times["busy machine"] == "—"]["step"].tolist()
+    text = "Load average: " + (
+        f"{len(busy)} step(s) ({', '.join(busy)}) started or ended with a 1-minute load above "
+        f"{threshold:g} (cores + 1): other work was competing for the CPU, so their times (and "
+        "any latency measured then) are inflated." if busy else
+        f"no step with a recorded load ran on a busy machine (1-minute load at most "
+        f"{threshold:g} = cores + 1).")
+    if unknown:
+        text += (f" Unknown for {', '.join(unknown)}: their records were made before the "
+                 "pipeline recorded load averages.")
+    return text
+
+
+def _table1(records: Records) -> str:
+    lines = [table(models.table1(records).round(2)),
+             "Ours: encoder parameters of the presets (closed form, `mbert_lib.anatomy`), "
+             "without MLM/NSP heads; the paper counts whole models."]
+    sizes = models.run_sizes(records)
+    if sizes is not None:
+        lines += ["The reduced-size models this run trained (encoders as built):",
+                  table(sizes.round(2))]
+    return "\n\n".join(lines)
+
+
+def _transfer(records: Records, frame: Optional[pd.DataFrame], steps: str, finding: str
+              ) -> str:
+    if frame is None:
+        return not_run(steps)
+    order = models.ranking(frame)
+    teacher = (result(records, "teacher") or {}).get("eval") or {}
+    reference = (f"The teacher, for reference: held-out MLM accuracy "
+                 f"{100 * teacher['mlm_accuracy']:.2f}%, perplexity {teacher['perplexity']:.1f}."
+                 if {"mlm_accuracy", "perplexity"} <= set(teacher) else "")
+    return "\n\n".join([
+        table(frame.round(2)) + ("\n\n" + reference if reference else ""),
+        f"Paper: {finding}. Ours, by held-out MLM accuracy (one run each; differences within "
+        f"about two standard errors are measurement noise): {order or 'no numbers yet'}. The "
+        "paper's columns are GLUE dev scores of full-size "
+        "models (≈: recalled, not confirmed); ours are held-out MLM/NSP metrics of the "
+        "reduced-size students and, where the finetune step covered the row, its fine-tuned "
+        "dev accuracy."])
+
+
+def _finetune(records: Records, figure: Optional[str]) -> str:
+    finetune = result(records, "finetune")
+    frame = models.sst2_table(records)
+    if frame is None:
+        return not_run("finetune")
+    from mbert_lib.finetune.report import aim_check
+
+    task = finetune["task"]
+    name = ("GLUE SST-2 dev" if task == "sst2" else
+            f"the offline stand-in task `{task}` (NOT SST-2: no GLUE data was given)")
+    lines = [f"Task: {name}; source {finetune.get('source')}.", table(frame.round(1)),
+             "Aim (issue 5): " + aim_check(finetune)["text"] + "."]
+    if figure:
+        lines.append(f"![fine-tuning comparison]({figure})")
+    return "\n\n".join(lines)
+
+
+def build_markdown(records: Records, machine: Mapping, *, preset: str, budget_minutes: float,
+                   command_line: str, source: str, figures: Mapping[str, Optional[str]] = {},
+                   pipeline: Sequence[str] = ()) -> str:
+    """The whole report. `figures`: FIGURES key -> link (relative to the file) or None;
+    `pipeline`: the steps a complete run has (those without a record are listed)."""
+    cores = machine.get("cores") or os.cpu_count() or 1
+    body = {
+        "Machine": _machine(machine),
+        "Data and seeds": _data(records),
+        "Wall time": _wall_time(records, cores, budget_minutes, figures.get("step_times"),
+                                pipeline),
+        "Table 1": _table1(records),
+        "Table 8": _transfer(records, models.table8(records), "pkt/jkt/akt",
+                             paper.TABLE8_FINDING),
+        "Table 9": _transfer(records, models.table9(records), "ablation_*",
+                             paper.TABLE9_FINDING),
+        "Fine-tuning": _finetune(records, figures.get("finetune")),
+        "Table 6": deployment.table6_section(records),
+        "Table 7": deployment.table7_section(records),
+        "Latency and size ratios": deployment.ratios_section(records),
+    }
+    titles = {"Wall time": "Wall time per step", "Table 1": "Table 1: model sizes",
+              "Table 8": "Table 8: knowledge-transfer strategies (AKT, JKT, PKT)",
+              "Table 9": "Table 9: which transfer objective helps",
+              "Fine-tuning": "Fine-tuning: teacher, students, baselines",
+              "Table 6": "Table 6: accuracy per TFLite precision",
+              "Table 7": "Table 7: NoNorm and relu, latency",
+              "Latency and size ratios": "Latency and size ratios: \"4.3× smaller, 5.5× faster\""}
+    head = [f"# MobileBERT, step by step: reproduction report (`{preset}` preset)",
+            f"Made by `{command_line}` on {time.strftime('%Y-%m-%d %H:%M:%S')}. Every number "
+            f"of ours is read from the step records under `{source}`; the paper's come from "
+            "`mbert_lib/paper.py` (≈: not confirmed from the paper's own table)."]
+    parts = [f"## {titles.get(name, name)}\n\n{body[name]}" for name in SECTIONS]
+    return "\n\n".join(head + parts) + "\n"
+
+
+def write_figures(records: Records, directory: Path, budget_minutes: float, preset: str
+                  ) -> dict[str, Path]:
+    """Draws the figures whose steps have run into `directory`; FIGURES key -> path."""
+    import matplotlib.pyplot as plt
+
+    from mbert_lib.viz.report import plot_finetune_bars, plot_step_times
+
+    out = {}
+    if records:
+        times = run.wall_time_table(records, os.cpu_count() or 1)
+        out["step_times"] = directory / FIGURES["step_times"]
+        plt.close(plot_step_times(times, budget_minutes, f"`{preset}` run: wall time",
+                                  out["step_times"]))
+    finetune = result(records, "finetune")
+    if finetune and any(e.get("status") == "done" for e in finetune["models"].values()):
+        labels = {m: label for m, (label, _) in models.SST2_MODELS.items()}
+        line = ("paper: MobileBERT, SST-2 GLUE test", paper.GLUE_TEST_MOBILEBERT["SST-2"]) \
+            if finetune["task"] == "sst2" else None
+        out["finetune"] = directory / FIGURES["finetune"]
+        plt.close(plot_finetune_bars(finetune, labels, line, out["finetune"]))
+    return out
+
+
+def write_report(out_dir: str | os.PathLike, *, preset: str, budget_minutes: float,
+                 command_line: str, figures_dir: str | os.PathLike,
+                 report_path: str | os.PathLike, order=(), exclude=("report",),
+                 source: Optional[str] = None) -> dict:
+    """Reads the records under `out_dir` (steps in `order` first, `exclude` left out), draws
+    the figures into `figures_dir` and writes `report_path` (figure links relative to it);
+    `source` is how the report names `out_dir`. Returns {"path", "figures", "sections"}."""
+    from mbert_lib.report.machine import machine_info
+
+    records = load_records(out_dir, order=order, exclude=exclude)
+    figures = write_figures(records, Path(figures_dir), budget_minutes, preset)
+    report_path = Path(report_path)
+    links = {k: os.path.relpath(p, report_path.parent) for k, p in figures.items()}
+    text = build_markdown(records, machine_info(), preset=preset, budget_minutes=budget_minutes,
+                          command_line=command_line, source=source or str(out_dir), figures=links,
+                          pipeline=[name for name in order if name not in exclude])
+    atomic.write_text(report_path, text)
+    return {"path": str(report_path), "figures": [str(p) for p in figures.values()],
+            "sections": section_status(text)}
+
+
+def section_status(text: str) -> dict[str, str]:
+    """{section title: "not run" or "ok"} of a report's text."""
+    status = {}
+    for part in text.split("\n## ")[1:]:
+        title, _, body = part.partition("\n")
+        status[title.strip()] = "not run" if body.strip().startswith("_not run") else "ok"
+    return status

@@ -1,0 +1,33 @@
+"""The pipeline's `report` step on a fixture run: where it writes, figure links, publishing."""
+
+from mbert_lib.pipeline import steps_report
+from mbert_lib.pipeline.core import Context, run_steps
+from tests.report_fixtures import make_run
+
+
+def _run(out, publish, log):
+    settings = {"report": {"preset": "laptop", "budget_minutes": 45, "publish": publish}}
+    ctx = Context(out_dir=out, settings=settings, log=log.append, show_progress=False)
+    return run_steps(steps_report.STEPS, ctx)[0]["result"]
+
+
+def test_report_step_writes_under_out_and_publishes_for_laptop(tmp_path, monkeypatch):
+    out = make_run(tmp_path / "run", ["data", "teacher", "pkt", "finetune"])
+    repo = tmp_path / "repo"
+    monkeypatch.setattr(steps_report, "REPO_ROOT", repo)
+    log = []
+    result = _run(out, publish=False, log=log)
+    text = (out / "REPORT.md").read_text(encoding="utf-8")
+    assert result["report"] == str(out / "REPORT.md") and result["published"] is None
+    assert "](report/report_step_times.png)" in text and "](report/report_finetune.png)" in text
+    assert (out / "report" / "report_finetune.png").stat().st_size > 10_000
+    assert not repo.exists()
+    assert result["sections"]["Table 6: accuracy per TFLite precision"] == "not run"
+    assert any("not run yet" in line and "Table 6" in line for line in log)
+
+    result = _run(out, publish=True, log=log)                  # a rerun step: runs again
+    published = (repo / "results" / "REPORT.md").read_text(encoding="utf-8")
+    assert result["published"] == str(repo / "results" / "REPORT.md")
+    assert "](../figures/report_step_times.png)" in published
+    assert (repo / "figures" / "report_step_times.png").exists()
+    assert "# MobileBERT, step by step: reproduction report (`laptop` preset)" in published
