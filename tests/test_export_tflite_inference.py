@@ -68,3 +68,25 @@ def test_a_small_penalty_leaks_onto_padding():
     want = encoder(FEATURES, training=False)["sequence_output"].numpy()
     leaky = inference.model_forward(encoder, FEATURES, mask_penalty=0.0)["sequence_output"]
     assert _max_diff(leaky, want) > 1e-3
+
+
+@pytest.mark.parametrize("name", ["student_kq_shared", "bottleneck_attention", "bert"])
+def test_attention_scores_are_the_logits_of_the_keras_attention(name):
+    """softmax(scores) of every layer = the encoder's attention probabilities; padded keys
+    sit at exactly −c, real ones do not depend on c."""
+    tf_keras.utils.set_random_seed(3)
+    encoder = build_encoder(CONFIGS[name])
+    _sharpen(encoder)
+    probs = encoder(FEATURES, training=False)["attention_scores"]
+    padded = FEATURES["input_mask"][:, None, None, :] == 0                  # [B, 1, 1, S]
+    for layer in range(len(encoder.blocks)):
+        exact = inference.attention_scores(encoder, FEATURES, layer, 1e9).numpy()
+        bounded = inference.attention_scores(encoder, FEATURES, layer, 20.0).numpy()
+        e = np.exp(exact - exact.max(axis=-1, keepdims=True))
+        np.testing.assert_allclose(e / e.sum(axis=-1, keepdims=True), probs[layer].numpy(),
+                                   atol=1e-6)
+        assert np.all(np.where(padded, bounded, -20.0) == -20.0)
+        real = np.broadcast_to(~padded, bounded.shape)
+        np.testing.assert_allclose(bounded[real], exact[real], atol=1e-4)
+    with pytest.raises(ValueError, match="layer must be in"):
+        inference.attention_scores(encoder, FEATURES, len(encoder.blocks))

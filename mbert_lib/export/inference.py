@@ -33,27 +33,35 @@ from mbert_lib.models import Classifier, MobileBertEncoder, _unpack_inputs
 DEFAULT_MASK_PENALTY = 20.0
 
 
-def _attend(attention, qk, v, keep, mask_penalty: float):
-    """MultiHeadAttention.call with the bounded mask. keep: [B, 1, 1, S] float 0/1."""
+def _scores(attention, qk, keep, mask_penalty: float):
+    """The masked, scaled scores [B, N, T, S] that enter the softmax. keep: [B, 1, 1, S]."""
     q = attention.query(qk)                                        # [B, T, N, d]
     k = attention.key(qk)                                          # [B, S, N, d]
-    value = attention.value(v)                                     # [B, S, N, d]
     scores = tf.einsum("BTNd,BSNd->BNTS", q, k) * (1.0 / math.sqrt(attention.head_size))
-    scores = scores * keep - mask_penalty * (1.0 - keep)           # scores ⊙ m − c(1 − m)
-    probs = tf.nn.softmax(scores, axis=-1)                         # [B, N, T, S]
+    return scores * keep - mask_penalty * (1.0 - keep)             # scores ⊙ m − c(1 − m)
+
+
+def _attend(attention, qk, v, keep, mask_penalty: float):
+    """MultiHeadAttention.call with the bounded mask. keep: [B, 1, 1, S] float 0/1."""
+    value = attention.value(v)                                     # [B, S, N, d]
+    probs = tf.nn.softmax(_scores(attention, qk, keep, mask_penalty), axis=-1)  # [B, N, T, S]
     context = tf.einsum("BNTS,BSNd->BTNd", probs, value)           # [B, T, N, d]
     return attention.attention_output(context)                     # [B, T, h]
 
 
-def _block(block, x, keep, mask_penalty: float):
-    """MobileBertTransformer.call in inference mode, with `_attend`."""
+def _attention_inputs(block, x):
+    """(a, qk, v) of a block: the residual input, the query/key input and the value input."""
     a = block.bottleneck_input_norm(block.bottleneck_input(x)) if block.use_bottleneck else x
     if block.use_bottleneck_attention:
-        qk, v = a, a
-    elif block.key_query_shared_bottleneck:
-        qk, v = block.bottleneck_attention_norm(block.bottleneck_attention(x)), x
-    else:
-        qk, v = x, x
+        return a, a, a
+    if block.key_query_shared_bottleneck:
+        return a, block.bottleneck_attention_norm(block.bottleneck_attention(x)), x
+    return a, x, x
+
+
+def _block(block, x, keep, mask_penalty: float):
+    """MobileBertTransformer.call in inference mode, with `_attend`."""
+    a, qk, v = _attention_inputs(block, x)
     u = block.attention_norm(_attend(block.attention, qk, v, keep, mask_penalty) + a)
     for ffn in block.ffns:
         u = ffn(u, training=False)
@@ -75,6 +83,25 @@ def encoder_forward(encoder: MobileBertEncoder, inputs,
     cls = x[:, 0]
     return {"sequence_output": x,
             "pooled_output": encoder.pooler(cls) if encoder.pooler is not None else cls}
+
+
+def attention_scores(encoder: MobileBertEncoder, inputs, layer: int = 0,
+                     mask_penalty: float = DEFAULT_MASK_PENALTY) -> tf.Tensor:
+    """The scores [B, N, T, S] entering block `layer`'s softmax, padded keys at −c.
+
+    With mask_penalty = 1e9 these are the model's own (−1e9) masked scores:
+    the tensor whose int8 range the mask penalty exists to keep small.
+    """
+    if not 0 <= layer < len(encoder.blocks):
+        raise ValueError(f"layer must be in [0, {len(encoder.blocks)}), got {layer}")
+    word_ids, mask, type_ids = _unpack_inputs(inputs)
+    keep = tf.cast(mask, tf.float32)[:, tf.newaxis, tf.newaxis, :]   # [B, 1, 1, S]
+    x = encoder.embedding(word_ids, type_ids, training=False)        # [B, T, H]
+    for block in encoder.blocks[:layer]:
+        x = _block(block, x, keep, mask_penalty)
+    block = encoder.blocks[layer]
+    _, qk, _ = _attention_inputs(block, x)
+    return _scores(block.attention, qk, keep, mask_penalty)          # [B, N, T, S]
 
 
 def model_forward(model, inputs, mask_penalty: float = DEFAULT_MASK_PENALTY) -> dict:
