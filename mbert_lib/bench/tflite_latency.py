@@ -122,7 +122,8 @@ def measure(variant_list: Sequence[Variant], workdir: str, seq_length: int = 128
 
     Returns one record per case: model, normalization_type, hidden_act,
     precision, threads, seq_length, batch_size, median_ms, min_ms, max_ms,
-    repeats, size_bytes, params, tflite, op_counts.
+    repeats, size_bytes, params, tflite, op_counts, load_1min (the 1-minute load
+    average when the timing ended: above the core count, other work shared the CPU).
     """
     from mbert_lib.export.interpreter import TFLiteModel
     from mbert_lib.export.representative import random_features
@@ -141,6 +142,7 @@ def measure(variant_list: Sequence[Variant], workdir: str, seq_length: int = 128
             meta[case] = (v, n, dict(sorted(model.op_counts().items())))
     log(f"timing {len(runners)} cases interleaved: {warmup} warm-up + {repeats} timed rounds")
     timings = interleaved_timings(runners, repeats=repeats, warmup=warmup)
+    load = round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None
     records = []
     for case, timing in timings.items():
         v, n, ops = meta[case]
@@ -151,7 +153,7 @@ def measure(variant_list: Sequence[Variant], workdir: str, seq_length: int = 128
             "median_ms": round(timing.median_ms, 3), "min_ms": round(timing.min_ms, 3),
             "max_ms": round(timing.max_ms, 3), "repeats": timing.repeats,
             "size_bytes": exported[v.key]["size_bytes"], "params": exported[v.key]["params"],
-            "tflite": exported[v.key]["path"], "op_counts": ops,
+            "tflite": exported[v.key]["path"], "op_counts": ops, "load_1min": load,
         })
     return records
 
