@@ -88,7 +88,7 @@ def run_tflite(ctx: Context, settings: Mapping[str, Any]) -> dict:
                 f", int8 calibrated on {len(calibration['input_mask'])} training sentences")
         records = evaluate_precisions(
             load_classifier(model_dir), data.dev.features, data.dev.labels, calibration,
-            workdir=ctx.step_dir("tflite"), precisions=settings["precisions"],
+            workdir=ctx.step_dir("tflite").resolve(), precisions=settings["precisions"],
             num_threads=settings["num_threads"],
             calibration_limit=settings["calibration_examples"], name=model,
             int8_mask_penalty=settings["int8_mask_penalty"])
@@ -105,7 +105,7 @@ def run_latency(ctx: Context, settings: Mapping[str, Any]) -> dict:
 
     models = tflite_latency.expand_models(settings["models"])
     variant_list = tflite_latency.variants(models, settings["precisions"], settings["table7"])
-    directory = ctx.step_dir("latency")
+    directory = ctx.step_dir("latency").resolve()   # recorded paths survive a symlinked runs/
     with tempfile.TemporaryDirectory(dir=directory, prefix="tflite-") as workdir:
         records = tflite_latency.measure(variant_list, workdir, settings["seq_length"],
                                          settings["threads"], settings["repeats"],
