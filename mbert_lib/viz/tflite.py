@@ -49,7 +49,7 @@ def plot_table6(result: Mapping, names: Optional[Mapping[str, str]] = None, path
     left.set_ylabel(f"{result['task']} dev accuracy (%)")
     left.set_title(f"Accuracy through the LiteRT interpreter (T = {result['seq_length']})\n"
                    f"paper Table 6: \"{paper.TABLE6_FINDING[:40]}...\"", fontsize=13)
-    left.legend(loc="upper center", ncol=len(precisions) + 1, fontsize=11)
+    left.legend(loc="upper center", ncol=len(precisions) + 1, fontsize=11, markerscale=0.3)
     right.set_yscale("log")
     right.set_xticks(x, labels)
     right.set_ylabel("max |logit − Keras logit| over the dev set")
@@ -157,6 +157,7 @@ def plot_table7(records: Sequence[Mapping], model: str = "mobilebert", path=None
     right.bar_label(bars, [("≈" if c.approx else "") + f"{c.value / base.value:.2f}"
                            for c in cells], padding=3, fontsize=11)
     left.set_xticks(x, labels)
+    left.set_ylim(0, table["median ms"].max() * 1.25)
     left.set_ylabel("median latency (ms), fp32, batch 1")
     left.set_title(f"{model} shape on {hardware}, T = {records[0]['seq_length']}")
     right.axhline(1.0, color=style.GREY, lw=1, ls="--")
