@@ -121,12 +121,12 @@ headline
 # | 01_nonorm_and_relu | section 3.3, Table 7 | NoNorm vs LayerNorm, relu vs gelu, latency | `layers/nonorm.py`, `layers/activations.py`, `bench/` |
 # | 02_trigram_embedding | section 3.4, "Embedding Factorization" | 128-wide table + width-3 convolution → 512 | `layers/embedding.py` |
 # | 03_bottleneck_blocks | sections 3.1–3.2, Table 1 | one block shape by shape, shared Q/K bottleneck, stacked FFNs, MHA:FFN ratio, IB-BERT block, Table 1 counts | `layers/transformer.py`, `layers/attention.py`, `layers/ffn.py`, `anatomy` |
-# | 04_teacher_pretraining (coming) | sections 3.1, 4.1 (Table 2) | training a small IB-BERT teacher | `models.py`, `layers/heads.py` |
-# | 05_progressive_transfer (coming) | sections 3.5–3.6, Figure 2 | feature-map and attention transfer, layer by layer | distillation losses and trainer |
-# | 06_transfer_strategies_and_ablations (coming) | section 4.6, Tables 8, 9 | auxiliary vs joint vs progressive; which loss matters | distillation strategies |
-# | 07_finetuning_glue (coming) | Table 4 | fine-tuning on SST-2 | `models.py` (Classifier) |
-# | 08_checkpoints_and_export (coming) | released checkpoints | TF1 / Hugging Face checkpoints, SavedModel | converters |
-# | 09_tflite_quantization (coming) | Table 6 | TFLite export, 8-bit quantization, latency | TFLite export, `bench/` |
+# | 04_teacher_ibbert | sections 3.1, 4.1 (Table 2) | data, WordPiece, MLM/NSP, LAMB; pre-training the laptop IB-BERT teacher | `data/`, `optim/`, `train/` |
+# | 05_layerwise_transfer | sections 3.5–3.6, Figure 2 | FMT, AT and PD losses; progressive transfer stage by stage; attention maps | `distill/` |
+# | 06_strategies_and_ablations | section 4.6, Tables 8, 9 | auxiliary vs joint vs progressive; which loss matters | `distill/`, `pipeline/` |
+# | 07_finetuning_glue | Table 4 | SST-2: teacher vs distilled student vs baselines | `finetune/` |
+# | 08_checkpoints_and_export | released checkpoints | TF1 / Hugging Face checkpoints, SavedModel | `convert/`, `export/` |
+# | 09_tflite_quantization | Tables 6, 7 | TFLite export, 8-bit quantization, latency | `export/`, `bench/` |
 #
 # The library as it stands, read from the package itself (first docstring line of
 # every module):
