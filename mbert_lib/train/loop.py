@@ -105,7 +105,7 @@ def make_evaluator(strategy: tf.distribute.Strategy, objective,
         return None
     distributed = strategy.experimental_distribute_dataset(dataset)
 
-    @tf.function(reduce_retracing=True)  # a last, partial batch has another shape
+    @tf.function(reduce_retracing=True)   # the last held-out batch may be smaller
     def eval_step(batch):
         sums = strategy.run(objective.eval_sums, args=(batch,))
         return {k: strategy.reduce(SUM, v, axis=None) for k, v in sums.items()}
@@ -129,8 +129,10 @@ def run_loop(*, train_step: Callable, iterator, step: tf.Variable, train_steps: 
              scalars: Scalars, log_interval: int = 10,
              evaluate: Optional[Callable[[], dict]] = None, eval_interval: int = 1000,
              desc: str = "train", show_progress: bool = True,
-             log: Callable[[str], None] = print) -> dict:
+             log: Callable[[str], None] = print, postfix_keys: Sequence[str] = ()) -> dict:
     """Runs train_step until `step` reaches `train_steps`; returns the last eval metrics.
+
+    The progress bar shows the loss, tokens/s and the metrics named in `postfix_keys`.
 
     Saves a checkpoint every `checkpoint_interval` steps and at the end,
     evaluates every `eval_interval` steps and at the end, writes train
@@ -139,7 +141,7 @@ def run_loop(*, train_step: Callable, iterator, step: tf.Variable, train_steps: 
     """
     start = int(step)
     progress = Progress(train_steps, start, tokens_per_step, desc, disable=not show_progress,
-                        log=log)
+                        log=log, postfix_keys=postfix_keys)
     eval_metrics: dict = {}
     try:
         while int(step) < train_steps:
