@@ -166,7 +166,8 @@ assert n_real == min(task_data.dev.lengths[i], T) and not features["input_word_i
 # %%
 teacher_dir = ensure(["teacher"], ctx)["teacher"]["model_dir"]
 encoder = load_encoder(teacher_dir)
-classifier = build_classifier(encoder.config, TASK.num_classes, dropout_rate=0.1, encoder=encoder)
+classifier = build_classifier(encoder.config, TASK.num_classes, EXPERIMENT.model.dropout_rate,
+                              encoder=encoder)
 batch = {k: v[:4] for k, v in task_data.dev.features.items()}                 # [B, T] each
 logits = classifier(batch, training=False)["logits"].numpy()                  # [B, C]
 h_cls = encoder(batch, training=False)["sequence_output"][:, 0].numpy()       # [B, H]

@@ -56,13 +56,16 @@ def plot_comparison(result: Mapping, names: Mapping[str, str], chance: float,
         left.axhline(paper[1], color=style.PAPER, ls="--", lw=2, label=paper[0])
     left.set_xticks(range(len(models)), [names[m] for m in models], rotation=15, ha="right")
     low = min([100 * chance] + [100 * min(done[m]["values"]) for m in models])
-    high = max([paper[1] if paper else 0] + [100 * max(done[m]["values"]) for m in models])
+    high = max([100 * chance, paper[1] if paper else 0]
+               + [100 * max(done[m]["values"]) for m in models])
     left.set_ylim(low - 5, high + 4)
     left.set(ylabel=f"dev {metric} (%)", title=f"{result['task']}: dev {metric}, "
              "dots = seeds, bar = mean ± std")
     left.legend(loc="lower right")
     right.set(xlabel="epoch", ylabel=f"dev {metric} (%)", title="after each epoch (mean of seeds)")
-    right.xaxis.set_major_locator(plt.MaxNLocator(integer=True))
+    epochs = max((len(h) for m in models for h in done[m]["histories"]), default=1)
+    right.set_xticks(range(1, epochs + 1))
+    right.set_xlim(0.7, epochs + 0.3)
     right.legend()
     fig.tight_layout()
     style.save(fig, path)
