@@ -31,7 +31,8 @@
 # * **teacher**: the laptop IB-BERT teacher (`tiny_teacher`, MLM + NSP);
 # * **pkt**: the student after progressive knowledge transfer + pre-training distillation;
 # * **student_scratch**: the *same* student pre-trained with MLM + NSP from scratch, no
-#   teacher, for as many steps as the distillation gives the student;
+#   teacher, for the pipeline's baseline budget (meant to equal the student's updates in
+#   the distillation; section 5 checks the records);
 # * **bert_baseline**: a plain post-LN BERT (`tiny_bert`) of about the student's size,
 #   pre-trained the same way.
 #

@@ -42,3 +42,5 @@ def test_comparison_shows_seeds_means_chance_and_paper_inside_the_axes(tmp_path)
 def test_lengths_histogram_marks_the_cut(tmp_path):
     fig = plot_lengths({"dev": np.array([5, 10, 70])}, 64, "lengths", path=tmp_path / "l.png")
     assert any(np.allclose(line.get_xdata(), 64) for line in fig.axes[0].get_lines())
+    heights = [b.get_height() for b in fig.axes[0].patches]
+    assert np.isclose(sum(heights), 1.0) and np.isclose(max(heights), 1 / 3)  # fractions

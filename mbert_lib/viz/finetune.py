@@ -17,12 +17,12 @@ def plot_lengths(lengths: Mapping[str, np.ndarray], seq_length: int, title: str,
     top = max(int(max(v.max() for v in lengths.values())), seq_length) + 2
     bins = np.arange(0, top + 2, 2)
     for (split, values), color in zip(lengths.items(), (style.OURS, style.ALT), strict=False):
-        ax.hist(values, bins=bins, density=True, alpha=0.55, color=color,
-                label=f"{split} (n = {len(values):,})")
+        ax.hist(values, bins=bins, weights=np.full(len(values), 1 / len(values)), alpha=0.55,
+                color=color, label=f"{split} (n = {len(values):,})")
     ax.axvline(seq_length, color=style.PAPER, ls="--", lw=2,
                label=f"seq_length T = {seq_length}: longer examples are truncated")
     ax.set(xlabel="tokens per example (WordPiece, with [CLS] and [SEP])",
-           ylabel="fraction of examples", title=title)
+           ylabel="fraction of examples per 2-token bin", title=title)
     ax.legend()
     fig.tight_layout()
     style.save(fig, path)
