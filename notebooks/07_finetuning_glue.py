@@ -116,6 +116,13 @@ fig = finetune_viz.plot_lengths(
     {"train (subsample)": task_data.train.lengths, "dev": task_data.dev.lengths}, T,
     f"{TASK.name}: tokens per example", path=figure_path("07_token_lengths.png"))
 
+# %% [markdown]
+# On SST-2 the train rows are much shorter than the dev rows (the medians above):
+# GLUE's SST-2 training set holds every *phrase* of the Stanford Sentiment
+# Treebank's parse trees ("charming", "a charming and often affecting journey"),
+# while dev holds whole sentences only. T is chosen from the dev lengths; the
+# counts of truncated examples are printed above and recorded by every run.
+
 # %%
 # Sanity: every label is a class of the task, and truncation is what the notes say.
 assert set(np.unique(task_data.dev.labels)) <= set(range(TASK.num_classes))
@@ -401,6 +408,46 @@ if aim["status"] != "cannot check":
     if "teacher" in PRETRAINING.index:
         print(f"teacher: {int(PRETRAINING.loc['teacher', 'updates'])} updates, held-out MLM "
               f"accuracy {PRETRAINING.loc['teacher', 'held-out MLM acc']:.3f}")
+    s_std, b_std = DONE["pkt"]["std"], DONE["student_scratch"]["std"]
+    pooled = np.sqrt((s_std ** 2 + b_std ** 2) / 2)
+    print(f"lead of pkt over student_scratch: {100 * aim['lead_over_baseline']:.1f} points = "
+          f"{aim['lead_over_baseline'] / pooled:.1f} pooled seed standard deviations")
+    for m, e in DONE.items():
+        stuck = [seed for seed, v in zip(e["seeds"], e["values"], strict=True)
+                 if v <= MAJORITY + 0.005]
+        if stuck:
+            print(f"  {m}: seed(s) {stuck} never beat the majority class "
+                  f"({100 * MAJORITY:.1f}%): fine-tuning did not take off")
+    print("dev accuracy after each epoch (mean over seeds):")
+    for m, e in DONE.items():
+        curve = 100 * np.mean(e["histories"], axis=0)
+        print(f"  {m:16s} " + " -> ".join(f"{v:.1f}" for v in curve)
+              + f"   (lr {SETTINGS['models'][m]['overrides']['trainer.learning_rate']:g})")
+
+# %% [markdown]
+# **Reading the aim honestly.** The two conditions are not equally informative here.
+#
+# * *Above the no-transfer student.* This is the comparison that tests transfer,
+#   and the records make it *harder* for the distilled student than intended: the
+#   pipeline's baseline budget (`STUDENT_PRETRAINING_STEPS`) was not updated when the
+#   distillation schedule was resized, so `student_scratch` made several times as
+#   many pre-training updates as `pkt` (section 5; it also reached the higher
+#   held-out MLM accuracy). Read the lead printed above with that handicap in mind,
+#   and in units of the seeds' spread: with three seeds per model, a lead of a few
+#   standard deviations is suggestive, not proof. The equal-budget no-transfer
+#   student `ablation_no_transfer` reached a far lower held-out MLM accuracy than
+#   `pkt` (section 5), which points the same way, but it is not fine-tuned here.
+# * *Within 2 points of the teacher.* Check the sign first. If the teacher scores
+#   *below* its own student (the note in the line above), this condition is met
+#   without saying anything about transfer: what the number then measures is that
+#   the teacher fine-tunes badly in this recipe. The per-epoch accuracies show
+#   where to look: a model whose dev accuracy is still climbing steeply at the last
+#   epoch, or whose seeds disagree after the first one, has not converged at its
+#   learning rate and epoch budget. Here the teacher (4x the parameters of the
+#   students, a tanh pooler trained only by NSP) gets two short epochs at the rate in
+#   its settings, and a seed that never beats the majority class (flagged above)
+#   did not fine-tune at all. Their rows say more about the shared laptop fine-tuning recipe than about
+#   the architectures; exercise 2 is the experiment that settles it.
 
 # %% [markdown]
 # ## 7 · What the models get wrong
@@ -420,6 +467,9 @@ for model, entry in DONE.items():
     assert np.isclose(accuracy, entry["values"][0]), (model, accuracy, entry["values"][0])
 print("seed-0 dev accuracies recomputed from the exported classifiers: they match the records")
 display(report.agreement(PREDICTED, task_data.dev.labels, "teacher"))
+teacher_error = np.mean(PREDICTED["teacher"] != task_data.dev.labels)
+print(f"if the models' errors were independent of the teacher's, the teacher would make "
+      f"{teacher_error:.0%} of each model's errors (its error rate)")
 
 # %% [markdown]
 # The teacher's most confident mistakes, with the probability it gave the true
@@ -431,6 +481,14 @@ display(report.misclassified(task_data.dev_examples, task_data.dev.labels, PROBS
 if "pkt" in PROBS:
     display(report.misclassified(task_data.dev_examples, task_data.dev.labels, PROBS["pkt"],
                                  TASK.label_names, limit=8))
+    CONTRAST = {"but", "although", "though", "despite", "yet", "however"}
+    has_contrast = np.array([bool(set(e.text_a.lower().split()) & CONTRAST)
+                             for e in task_data.dev_examples])                  # [n]
+    confident = np.argsort(PROBS["pkt"][np.arange(len(task_data.dev)), task_data.dev.labels])
+    confident = [i for i in confident if PREDICTED["pkt"][i] != task_data.dev.labels[i]][:50]
+    print(f"pkt: {has_contrast[confident].mean():.0%} of its 50 most confident mistakes contain "
+          f"a contrast word ({', '.join(sorted(CONTRAST))}), against "
+          f"{has_contrast.mean():.0%} of all dev sentences")
 
 # %% [markdown]
 # Error rates by whether the sentence contains a negation word, and by length
@@ -453,14 +511,20 @@ display(ERROR_RATES)
 
 # %% [markdown]
 # Reading the mistakes: SST-2's hard cases are those where the words of one
-# polarity carry the opposite meaning — negations ("not bad"), contrasts ("a
-# good cast wasted on ..."), sarcasm, and long sentences whose verdict comes at
-# the end. A model pre-trained for minutes has seen too little text to learn
-# how "not" or "but" flips what follows, so it leans on the polarity of single
-# words; the tables above show, for this run, how the error rate changes with
-# negations and with length. A probability of the true label near 0 marks a
+# polarity carry the opposite meaning: negations ("not bad"), contrasts ("a
+# handful of thrilling moments ..., but the movie doesn't ..."), sarcasm, and long
+# sentences whose verdict comes at the end. A model pre-trained for minutes has
+# seen too little text to learn how "not" or "but" flips what follows, so it leans
+# on the polarity of single words: a probability of the true label near 0 marks a
 # confident mistake, usually a sentence whose individual words point the other
-# way.
+# way. The share of contrast words among the distilled student's most confident
+# mistakes, against their share in the dev set (printed above), and the error
+# rates with and without a negation measure this for the run shown. The
+# agreement table says that every model's mistakes overlap heavily with the
+# teacher's, far beyond what independent errors at these error rates would give:
+# the hard sentences are hard for all of them, and the distilled students do not
+# share clearly more of the teacher's fine-tuned mistakes than the no-transfer
+# student does (transfer was of pre-trained features, not of SST-2 decisions).
 
 # %% [markdown]
 # ## Summary

@@ -32,6 +32,7 @@ def test_results_table_rows_missing_models_and_the_paper():
                                    "72.0 ± 2.0", "92.8", "≈92.5"]
     assert table.loc[0, "model"] == "Teacher" and table.loc[0, "encoder params"] == "2,000,000"
     assert table.loc[2, "per seed"] == "70.0, 72.0, 74.0" and table.loc[0, "seeds"] == 3
+    assert table.loc[3, "seeds"] == "" and table.loc[3, "encoder params"] == ""
     assert report.mean_std_text(0.5, math.nan) == "50.0"
 
 
@@ -42,6 +43,10 @@ def test_aim_needs_all_three_models_and_checks_both_conditions():
     assert aim["status"] == "met" and aim["gap_to_teacher"] == pytest.approx(0.01)
     edge = {**RESULT, "models": {**RESULT["models"], "pkt": entry([0.79])}}
     assert report.aim_check(edge)["status"] == "met"             # 0.81 - 0.79: 2 points
+    above = {**RESULT, "models": {**RESULT["models"], "pkt": entry([0.90])}}
+    aim = report.aim_check(above)
+    assert aim["status"] == "met" and aim["teacher_below_student"]
+    assert "9.0 points ABOVE teacher" in aim["text"] and "teacher's fine-tuning" in aim["text"]
     far = {**RESULT, "models": {**RESULT["models"], "pkt": entry([0.77, 0.78, 0.79])}}
     assert report.aim_check(far)["status"] == "not met"          # 3 points below the teacher
     below = {**RESULT, "models": {**RESULT["models"], "pkt": entry([0.80]),
