@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Mapping, Optional, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -28,7 +28,7 @@ def mean_std_text(mean: float, std: float, scale: float = 100.0) -> str:
     return f"{scale * mean:.1f} ± {scale * std:.1f}"
 
 
-def results_table(result: Mapping, names: Optional[Mapping[str, str]] = None,
+def results_table(result: Mapping, names: Mapping[str, str] | None = None,
                   paper_rows: Sequence[tuple[str, float]] = ()) -> pd.DataFrame:
     """One row per model (in the order of the result), then the paper's rows.
 
@@ -105,7 +105,7 @@ def misclassified(examples: Sequence[GlueExample], labels: np.ndarray,
 
 
 def error_rates(correct: np.ndarray, groups: Sequence[str],
-                order: Optional[Sequence[str]] = None) -> pd.DataFrame:
+                order: Sequence[str] | None = None) -> pd.DataFrame:
     """Examples, errors and error rate per group (e.g. a length bucket), groups in `order`."""
     frame = pd.DataFrame({"group": list(groups), "error": ~np.asarray(correct, bool)})
     table = frame.groupby("group")["error"].agg(["size", "sum", "mean"])

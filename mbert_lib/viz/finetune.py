@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Mapping, Optional, Sequence
+from collections.abc import Mapping, Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -30,8 +30,8 @@ def plot_lengths(lengths: Mapping[str, np.ndarray], seq_length: int, title: str,
 
 
 def plot_comparison(result: Mapping, names: Mapping[str, str], chance: float,
-                    paper: Optional[tuple[str, float]] = None, path=None,
-                    order: Optional[Sequence[str]] = None):
+                    paper: tuple[str, float] | None = None, path=None,
+                    order: Sequence[str] | None = None):
     """Left: dev metric per model, one dot per seed and the mean ± std; the majority-class
     rate and the paper's number as labelled lines. Right: dev metric after each epoch (mean
     over seeds), the legend outside the axes."""
