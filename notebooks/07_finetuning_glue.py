@@ -31,7 +31,8 @@
 # * **teacher**: the laptop IB-BERT teacher (`tiny_teacher`, MLM + NSP);
 # * **pkt**: the student after progressive knowledge transfer + pre-training distillation;
 # * **student_scratch**: the *same* student pre-trained with MLM + NSP from scratch, no
-#   teacher, for as many steps as the distillation gives the student;
+#   teacher, for the pipeline's baseline budget (meant to equal the student's updates in
+#   the distillation; section 5 checks the records);
 # * **bert_baseline**: a plain post-LN BERT (`tiny_bert`) of about the student's size,
 #   pre-trained the same way.
 #
@@ -60,11 +61,13 @@ from mbert_lib.finetune.evaluate import make_predictor, probabilities
 from mbert_lib.finetune.objective import ClassificationObjective
 from mbert_lib.finetune.tasks import TASKS, get_task
 from mbert_lib.models import build_classifier, count_params
-from mbert_lib.optim import WarmupPolynomialDecay
+from mbert_lib.optim import WarmupPolynomialDecay, create_optimizer
 from mbert_lib.pipeline import ensure, notebook_context
+from mbert_lib.pipeline.core import read_record
 from mbert_lib.pipeline.steps_finetune import (STUDENT_PRETRAINING_STEPS, finetune_experiment,
                                                task_name)
 from mbert_lib.runtime import fast_mode, figure_path
+from mbert_lib.train.checkpointing import read_done
 from mbert_lib.viz import finetune as finetune_viz
 
 pd.set_option("display.max_colwidth", 110)
@@ -112,6 +115,13 @@ print(f"majority-class dev accuracy: {MAJORITY:.3f}")
 fig = finetune_viz.plot_lengths(
     {"train (subsample)": task_data.train.lengths, "dev": task_data.dev.lengths}, T,
     f"{TASK.name}: tokens per example", path=figure_path("07_token_lengths.png"))
+
+# %% [markdown]
+# On SST-2 the train rows are much shorter than the dev rows (the medians above):
+# GLUE's SST-2 training set holds every *phrase* of the Stanford Sentiment
+# Treebank's parse trees ("charming", "a charming and often affecting journey"),
+# while dev holds whole sentences only. T is chosen from the dev lengths; the
+# counts of truncated examples are printed above and recorded by every run.
 
 # %%
 # Sanity: every label is a class of the task, and truncation is what the notes say.
@@ -164,7 +174,8 @@ assert n_real == min(task_data.dev.lengths[i], T) and not features["input_word_i
 # %%
 teacher_dir = ensure(["teacher"], ctx)["teacher"]["model_dir"]
 encoder = load_encoder(teacher_dir)
-classifier = build_classifier(encoder.config, TASK.num_classes, dropout_rate=0.1, encoder=encoder)
+classifier = build_classifier(encoder.config, TASK.num_classes, EXPERIMENT.model.dropout_rate,
+                              encoder=encoder)
 batch = {k: v[:4] for k, v in task_data.dev.features.items()}                 # [B, T] each
 logits = classifier(batch, training=False)["logits"].numpy()                  # [B, C]
 h_cls = encoder(batch, training=False)["sequence_output"][:, 0].numpy()       # [B, H]
@@ -183,11 +194,21 @@ print(f"teacher: classifier_activation={encoder.config.classifier_activation}, "
       f"(chance: ln {TASK.num_classes} = {np.log(TASK.num_classes):.4f})")
 
 # %% [markdown]
-# ## 4 · The schedule and the metrics
+# ## 4 · The optimizer, the schedule and the metrics
 #
-# BERT fine-tunes with AdamW (Adam with decoupled weight decay; in this library,
-# LAMB without the trust ratio), the rate rising linearly over the first
-# `warmup_fraction` of the S steps to its peak $\eta_0$ and then falling linearly to 0:
+# BERT fine-tunes with AdamW, Adam with *decoupled* weight decay (in this
+# library: LAMB without the trust ratio, `trainer.optimizer.type: adamw`). For a
+# weight matrix $x$ with gradient $g_t$ (clipped to global norm 1) at update $t$:
+#
+# $$m_t = \beta_1 m_{t-1} + (1-\beta_1)\, g_t, \qquad
+#   v_t = \beta_2 v_{t-1} + (1-\beta_2)\, g_t^2, \qquad
+#   \hat m_t = \frac{m_t}{1-\beta_1^t}, \quad \hat v_t = \frac{v_t}{1-\beta_2^t}$$
+#
+# $$x_{t+1} = x_t - \eta(t)\left(\frac{\hat m_t}{\sqrt{\hat v_t} + \epsilon} + \lambda\, x_t\right)$$
+#
+# with $\lambda = 0$ for biases and normalization scales/shifts. The rate rises
+# linearly over the first $W$ of the $S$ steps to its peak $\eta_0$ and then
+# falls linearly to 0:
 #
 # $$\eta(s) = \eta_0 \, \frac{s}{W} \ (s < W), \qquad
 #   \eta(s) = \eta_0 \left(1 - \frac{s}{S}\right) \ (s \ge W), \qquad W = \lfloor
@@ -195,25 +216,54 @@ print(f"teacher: classifier_activation={encoder.config.classifier_activation}, "
 #
 # The paper searched batch sizes {16, 32, 48}, learning rates (1–10)·10⁻⁵ and
 # 2–10 epochs per task, and found MobileBERT wants a higher learning rate and
-# more epochs than BERT. Our tiny models, pre-trained for minutes, want rates
-# well above that range; the step's settings hold what a measured search chose
-# (README, "Fine-tuning").
+# more epochs than BERT. Our tiny models, pre-trained for minutes, are given rates
+# far above that range: the peak rate per architecture is a setting of the
+# pipeline (`FINETUNE_LEARNING_RATES` in `mbert_lib/pipeline/steps_finetune.py`,
+# chosen by a small search on this SST-2 subsample; exercise 2 repeats it).
 #
-# GLUE scores each task by its own metric (accuracy, F1, Matthews correlation,
-# Pearson / Spearman correlation); the first one listed selects the best epoch.
+# Below: the settings, then one AdamW update of the head's kernel $W_c$ ([H, C])
+# with the real gradient of the loss above, checked against the equations in numpy.
 
 # %%
 trainer = EXPERIMENT.trainer
-print(f"batch {trainer.batch_size}, {trainer.epochs} epochs, warmup "
-      f"{trainer.warmup_fraction:.0%}, seq_length {T}; peak learning rate per model:")
+print(f"batch {trainer.batch_size}, {trainer.epochs} epoch(s), warmup "
+      f"{trainer.warmup_fraction:.0%}, seq_length {T}, weight decay "
+      f"{trainer.optimizer.weight_decay_rate}; peak learning rate per model:")
 for model, spec in SETTINGS["models"].items():
     rate = spec["overrides"].get("trainer.learning_rate", trainer.learning_rate)
     print(f"  {model:16s} {rate:g}")
 S = trainer.epochs * (len(task_data.train) // trainer.batch_size)
-schedule = WarmupPolynomialDecay(trainer.learning_rate, S, trainer.schedule(S).warmup_steps)
 W = trainer.schedule(S).warmup_steps
+schedule = WarmupPolynomialDecay(trainer.learning_rate, S, W)
 assert np.isclose(float(schedule(W // 2)), trainer.learning_rate * (W // 2) / W)
 assert np.isclose(float(schedule(S // 2)), trainer.learning_rate * (1 - (S // 2) / S))
+
+labels4 = task_data.dev.labels[:4]                                            # [B]
+with tf.GradientTape() as tape:
+    loss, _ = ClassificationObjective(classifier).loss(
+        {**batch, "label": labels4}, {"examples": tf.constant(4.0)}, training=False)
+g = tape.gradient(loss, classifier.head.dense.kernel).numpy()                      # [H, C]
+x = tf.Variable(classifier.head.dense.kernel.numpy(), name="classifier/head/kernel")
+optimizer = create_optimizer(trainer.optimizer, trainer.schedule(S), S)
+optimizer.build([x])
+optimizer.iterations.assign(W)                                # the first step at the peak
+x0 = x.numpy()
+optimizer.apply_gradients([(tf.constant(g), x)])
+o = trainer.optimizer
+g_c = g * min(1.0, o.global_clipnorm / np.linalg.norm(g))     # clip to global norm 1
+t, eta = W + 1, trainer.learning_rate * (1 - W / S)
+m_hat = (1 - o.beta_1) * g_c / (1 - o.beta_1 ** t)
+v_hat = (1 - o.beta_2) * g_c ** 2 / (1 - o.beta_2 ** t)
+expected = x0 - eta * (m_hat / (np.sqrt(v_hat) + o.epsilon) + o.weight_decay_rate * x0)
+np.testing.assert_allclose(x.numpy(), expected, rtol=1e-5, atol=1e-7)
+print(f"one AdamW step on W_c {x0.shape}: matches numpy; at η = {eta:.3g} the largest change "
+      f"is {np.abs(x.numpy() - x0).max():.3g} (Adam's first step moves a weight by at most about η, whatever the gradient's scale)")
+
+# %% [markdown]
+# GLUE scores each task by its own metric (accuracy, F1, Matthews correlation,
+# Pearson / Spearman correlation); the first one listed selects the best epoch.
+
+# %%
 display(pd.DataFrame([{"task": t.name, "metrics (first selects)": ", ".join(t.metrics),
                        "classes": ", ".join(t.label_names) or "score (regression)",
                        "pair": t.sentence_pair} for t in TASKS.values()]))
@@ -234,9 +284,6 @@ assert np.isclose(metrics.matthews_corrcoef(y_hat, y), (3 * 2 - 1 * 2) / np.sqrt
 # `bert_baseline`.
 
 # %%
-budget = STUDENT_PRETRAINING_STEPS["smoke" if fast_mode() else "laptop"]
-print(f"baseline pre-training budget: {budget} steps each (the student's steps in the "
-      "distillation pipeline)")
 RESULT = ensure(["finetune"], ctx)["finetune"]
 print("task:", RESULT["task"], "| source:", RESULT["source"])
 for step, entry in RESULT["models"].items():
@@ -247,82 +294,237 @@ for step, entry in RESULT["models"].items():
 if RESULT["models"].get("pkt", {}).get("status") != "done":
     print("\nThe progressively distilled student (step 'pkt') is not in this pipeline yet, so it "
           "has no row below. Re-run this notebook once the distillation steps exist.")
+DONE = {m: e for m, e in RESULT["models"].items() if e["status"] == "done"}
+
+# %% [markdown]
+# Every run recorded what it was trained on; the truncation counts must be the
+# ones measured in section 1 (same subsample, same tokenizer, same T).
+
+# %%
+runs = {m: [read_done(d) for d in e["model_dirs"]] for m, e in DONE.items()}
+for model, records in runs.items():
+    r = records[0]
+    print(f"{model:16s} {r['train_examples']} train / {r['dev_examples']} dev examples, "
+          f"T = {r['seq_length']}: truncated {r['truncated']['train']} train, "
+          f"{r['truncated']['dev']} dev; {r['train_examples_per_second']:.0f} examples/s")
+    assert all(x["truncated"] == {"train": task_data.train.truncated,
+                                  "dev": task_data.dev.truncated} for x in records)
+    assert all(x["train_examples"] == len(task_data.train) for x in records)
+
+# %% [markdown]
+# What did each model get *before* fine-tuning? The comparison is only fair if
+# the distilled student and the no-transfer student made the same number of
+# updates on the same data ("same pre-training compute"). The pipeline's
+# records say how many updates of how many sequences each model made, and the
+# held-out MLM / NSP accuracy it reached. (A distillation update also runs the
+# teacher forward, so it costs more wall time than a plain MLM update.)
+# `ablation_no_transfer` (notebook 06) is the student trained by the distillation
+# trainer with no teacher at all, at exactly the distillation's budget; it is
+# listed when it exists, though the `finetune` step does not fine-tune it.
+
+# %%
+budget = STUDENT_PRETRAINING_STEPS["smoke" if fast_mode() else "laptop"]
+print(f"baseline pre-training budget (STUDENT_PRETRAINING_STEPS): {budget} updates each")
+steps_with_records = [m for m in [*DONE, "ablation_no_transfer"]
+                      if read_record(ctx.step_dir(m)) is not None]
+PRETRAINING = report.pretraining_summary({m: read_record(ctx.step_dir(m))
+                                          for m in steps_with_records})
+display(PRETRAINING)
+if {"pkt", "student_scratch"} <= set(PRETRAINING.index):
+    ratio = PRETRAINING.loc["student_scratch", "sequences"] / PRETRAINING.loc["pkt", "sequences"]
+    print(f"student_scratch saw {ratio:.2f}x the pre-training sequences of pkt"
+          + ("" if np.isclose(ratio, 1) else
+             " - NOT the same compute: the baseline budget and the distillation budget "
+             "disagree (see the aim below)"))
 
 # %% [markdown]
 # ## 6 · Results beside the paper
 #
-# The paper's SST-2 number is MobileBERT's **test-set** accuracy (GLUE server,
-# Table 4) for the full-size 25.3M-parameter model pre-trained for days on TPUs
-# on BookCorpus + Wikipedia. Ours are **dev-set** accuracies of ~0.5–2.3M-parameter
-# encoders pre-trained for minutes on 2 CPU cores, fine-tuned on a subsample:
-# the comparison shows the gap in scale, not a reproduction of the number.
+# The paper's SST-2 numbers are for the full-size 25.3M-parameter MobileBERT
+# pre-trained for days on TPUs on BookCorpus + Wikipedia: its **test-set**
+# accuracy (GLUE server, Table 4), and the **dev-set** accuracies of its
+# knowledge-transfer ablation (Table 9: the same architecture with no transfer,
+# and with PD + FMT + AT, which is PKT; recalled values, marked ≈). Ours are
+# **dev-set** accuracies of encoders of the sizes printed below, pre-trained for
+# minutes on 2 CPU cores and fine-tuned on a subsample: the comparison shows the
+# gap in scale, and the *relative* question (does transfer beat no transfer, by
+# how much) is the one to compare with the paper.
 
 # %%
-paper_rows = ([("MobileBERT (paper Table 4, 25.3M params, SST-2 test)",
-                paper.GLUE_TEST_MOBILEBERT["SST-2"])] if RESULT["task"] == "sst2" else [])
-table = report.results_table(RESULT, NAMES, paper_rows)
+PAPER_ROWS = ([("MobileBERT (paper Table 4, 25.3M params, SST-2 test)",
+                paper.GLUE_TEST_MOBILEBERT["SST-2"]),
+               ("MobileBERT, PKT (paper Tables 8/9, SST-2 dev)",
+                paper.TABLE9["+PD+FMT+AT"]["SST-2"]),
+               ("MobileBERT, no transfer (paper Table 9, SST-2 dev)",
+                paper.TABLE9["no transfer"]["SST-2"])]
+              if RESULT["task"] == "sst2" else [])
+table = report.results_table(RESULT, NAMES, PAPER_ROWS)
 display(table)
-done = {m: e for m, e in RESULT["models"].items() if e["status"] == "done"}
-assert all(len(e["values"]) == SETTINGS["models"][m]["seeds"] for m, e in done.items())
-assert all(0.0 <= v <= 1.0 for e in done.values() for v in e["values"])
+params = [e["params"] for e in DONE.values()]
+print(f"our encoders: {min(params):,} to {max(params):,} parameters "
+      f"({max(params) / min(params):.1f}x apart); the paper's MobileBERT: "
+      f"{paper.TABLE1['mobilebert']['params_m']}M")
+assert all(len(e["values"]) == SETTINGS["models"][m]["seeds"] for m, e in DONE.items())
+assert all(0.0 <= v <= 1.0 for e in DONE.values() for v in e["values"])
+for e in DONE.values():
+    assert np.isclose(e["mean"], np.mean(e["values"]))
+    assert len(e["values"]) < 2 or np.isclose(e["std"], np.std(e["values"], ddof=1))
 
 # %%
 fig = finetune_viz.plot_comparison(
     RESULT, NAMES, MAJORITY,
-    paper=("MobileBERT, paper (full size, test)", paper.GLUE_TEST_MOBILEBERT["SST-2"])
+    paper=("MobileBERT, paper (full size, Table 4 test)", paper.GLUE_TEST_MOBILEBERT["SST-2"])
     if RESULT["task"] == "sst2" else None,
     path=figure_path("07_finetuning_comparison.png"))
 
 # %% [markdown]
 # Left: one dot per seed, the bar is the mean and the whisker one standard
-# deviation; the dotted line is what always answering the majority class scores.
-# Right: dev accuracy after each epoch (mean over seeds). The figure reproduces
-# the *shape* of the paper's comparison (Table 4 for the paper's number; the
-# baselines correspond to its "MobileBERT w/o transfer" discussion), at a
-# scale where the absolute numbers are far lower.
+# deviation; the dotted line is what always answering the majority class scores,
+# the dashed line the paper's full-size MobileBERT (Table 4). Right: dev accuracy
+# after each epoch (mean over seeds). The figure reproduces the *shape* of the
+# paper's Table 9 question (transfer vs no transfer at equal student compute,
+# SST-2 column), at a scale where the absolute numbers are far lower.
 #
-# The aim of this project's laptop pipeline: the distilled student within 2 points
-# of its teacher and above the no-transfer student.
+# ### The aim: within 2 points of the teacher, above the no-transfer student
+#
+# The differences below are differences of means over few seeds; a difference
+# smaller than the seeds' spread is not evidence either way.
 
 # %%
 aim = report.aim_check(RESULT)
 print(aim["text"])
+if aim["status"] != "cannot check":
+    for m in ("teacher", "pkt", "student_scratch", "bert_baseline"):
+        if m in DONE:
+            e = DONE[m]
+            print(f"  {m:16s} {report.mean_std_text(e['mean'], e['std'])} over "
+                  f"{len(e['values'])} seed(s), range {100 * min(e['values']):.1f}-"
+                  f"{100 * max(e['values']):.1f}")
+    if {"pkt", "student_scratch"} <= set(PRETRAINING.index):
+        p, b = PRETRAINING.loc["pkt"], PRETRAINING.loc["student_scratch"]
+        print(f"pre-training: pkt {int(p['updates'])} updates x {int(p['batch'])} (held-out MLM "
+              f"accuracy {p['held-out MLM acc']:.3f}); student_scratch {int(b['updates'])} x "
+              f"{int(b['batch'])} (MLM accuracy {b['held-out MLM acc']:.3f})")
+    if "teacher" in PRETRAINING.index:
+        print(f"teacher: {int(PRETRAINING.loc['teacher', 'updates'])} updates, held-out MLM "
+              f"accuracy {PRETRAINING.loc['teacher', 'held-out MLM acc']:.3f}")
+    s_std, b_std = DONE["pkt"]["std"], DONE["student_scratch"]["std"]
+    pooled = np.sqrt((s_std ** 2 + b_std ** 2) / 2)
+    print(f"lead of pkt over student_scratch: {100 * aim['lead_over_baseline']:.1f} points = "
+          f"{aim['lead_over_baseline'] / pooled:.1f} pooled seed standard deviations")
+    for m, e in DONE.items():
+        stuck = [seed for seed, v in zip(e["seeds"], e["values"], strict=True)
+                 if v <= MAJORITY + 0.005]
+        if stuck:
+            print(f"  {m}: seed(s) {stuck} never beat the majority class "
+                  f"({100 * MAJORITY:.1f}%): fine-tuning did not take off")
+    print("dev accuracy after each epoch (mean over seeds):")
+    for m, e in DONE.items():
+        curve = 100 * np.mean(e["histories"], axis=0)
+        print(f"  {m:16s} " + " -> ".join(f"{v:.1f}" for v in curve)
+              + f"   (lr {SETTINGS['models'][m]['overrides']['trainer.learning_rate']:g})")
+
+# %% [markdown]
+# **Reading the aim honestly.** The two conditions are not equally informative here.
+#
+# * *Above the no-transfer student.* This is the comparison that tests transfer,
+#   and the records make it *harder* for the distilled student than intended: the
+#   pipeline's baseline budget (`STUDENT_PRETRAINING_STEPS`) was not updated when the
+#   distillation schedule was resized, so `student_scratch` made several times as
+#   many pre-training updates as `pkt` (section 5; it also reached the higher
+#   held-out MLM accuracy). Read the lead printed above with that handicap in mind,
+#   and in units of the seeds' spread: with three seeds per model, a lead of a few
+#   standard deviations is suggestive, not proof. The equal-budget no-transfer
+#   student `ablation_no_transfer` reached a far lower held-out MLM accuracy than
+#   `pkt` (section 5), which points the same way, but it is not fine-tuned here.
+# * *Within 2 points of the teacher.* Check the sign first. If the teacher scores
+#   *below* its own student (the note in the line above), this condition is met
+#   without saying anything about transfer: what the number then measures is that
+#   the teacher fine-tunes badly in this recipe. The per-epoch accuracies show
+#   where to look: a model whose dev accuracy is still climbing steeply at the last
+#   epoch, or whose seeds disagree after the first one, has not converged at its
+#   learning rate and epoch budget. Here the teacher (4x the parameters of the
+#   students, a tanh pooler trained only by NSP) gets two short epochs at the rate in
+#   its settings, and a seed that never beats the majority class (flagged above)
+#   did not fine-tune at all. Their rows say more about the shared laptop fine-tuning recipe than about
+#   the architectures; exercise 2 is the experiment that settles it.
 
 # %% [markdown]
 # ## 7 · What the models get wrong
 #
-# The teacher's best classifier (seed 0), on the whole dev set: the mistakes it
-# makes with the most confidence, the probability it gave the true label, and
-# its error rate by length and by whether the sentence contains a negation.
+# The seed-0 classifier of every model, on the whole dev set. First: how often
+# does each model predict what the teacher predicts, and how many of its
+# mistakes does the teacher make too? A student that learned from the teacher's
+# features should share more of its mistakes than one that never saw the teacher.
 
 # %%
-teacher_run = RESULT["models"]["teacher"]["model_dirs"][0]
-predict = make_predictor(load_classifier(teacher_run), T)
-probs = probabilities(predict(task_data.dev.features))                       # [n, C]
-correct = np.argmax(probs, -1) == task_data.dev.labels
-print(f"teacher seed 0: dev accuracy {correct.mean():.4f} "
-      f"(recorded by the step: {RESULT['models']['teacher']['values'][0]:.4f})")
-assert np.isclose(correct.mean(), RESULT["models"]["teacher"]["values"][0])
-display(report.misclassified(task_data.dev_examples, task_data.dev.labels, probs,
-                             TASK.label_names, limit=10))
+PREDICTED, PROBS = {}, {}
+for model, entry in DONE.items():
+    predict = make_predictor(load_classifier(entry["model_dirs"][0]), T)
+    PROBS[model] = probabilities(predict(task_data.dev.features))               # [n, C]
+    PREDICTED[model] = np.argmax(PROBS[model], -1)                             # [n]
+    accuracy = np.mean(PREDICTED[model] == task_data.dev.labels)
+    assert np.isclose(accuracy, entry["values"][0]), (model, accuracy, entry["values"][0])
+print("seed-0 dev accuracies recomputed from the exported classifiers: they match the records")
+display(report.agreement(PREDICTED, task_data.dev.labels, "teacher"))
+teacher_error = np.mean(PREDICTED["teacher"] != task_data.dev.labels)
+print(f"if the models' errors were independent of the teacher's, the teacher would make "
+      f"{teacher_error:.0%} of each model's errors (its error rate)")
+
+# %% [markdown]
+# The teacher's most confident mistakes, with the probability it gave the true
+# label; then the distilled student's.
+
+# %%
+display(report.misclassified(task_data.dev_examples, task_data.dev.labels, PROBS["teacher"],
+                             TASK.label_names, limit=8))
+if "pkt" in PROBS:
+    display(report.misclassified(task_data.dev_examples, task_data.dev.labels, PROBS["pkt"],
+                                 TASK.label_names, limit=8))
+    CONTRAST = {"but", "although", "though", "despite", "yet", "however"}
+    has_contrast = np.array([bool(set(e.text_a.lower().split()) & CONTRAST)
+                             for e in task_data.dev_examples])                  # [n]
+    confident = np.argsort(PROBS["pkt"][np.arange(len(task_data.dev)), task_data.dev.labels])
+    confident = [i for i in confident if PREDICTED["pkt"][i] != task_data.dev.labels[i]][:50]
+    print(f"pkt: {has_contrast[confident].mean():.0%} of its 50 most confident mistakes contain "
+          f"a contrast word ({', '.join(sorted(CONTRAST))}), against "
+          f"{has_contrast.mean():.0%} of all dev sentences")
+
+# %% [markdown]
+# Error rates by whether the sentence contains a negation word, and by length
+# (the last bucket is the truncated sentences), per model (seed 0).
 
 # %%
 words = [set(e.text_a.lower().split()) for e in task_data.dev_examples]
 negation = ["with a negation" if w & {"not", "n't", "no", "never", "nothing"} else "without"
             for w in words]
-display(report.error_rates(correct, negation))
-display(report.error_rates(correct, *report.length_buckets(task_data.dev.lengths, T)))
+buckets, order = report.length_buckets(task_data.dev.lengths, T)
+columns = {}
+for model, guess in PREDICTED.items():
+    correct = guess == task_data.dev.labels                                    # [n]
+    tables = [report.error_rates(correct, negation), report.error_rates(correct, buckets, order)]
+    if not columns:
+        columns["examples"] = pd.concat([t["examples"] for t in tables])
+    columns[model] = pd.concat([t["error rate"] for t in tables])
+ERROR_RATES = pd.DataFrame(columns)
+display(ERROR_RATES)
 
 # %% [markdown]
 # Reading the mistakes: SST-2's hard cases are those where the words of one
-# polarity carry the opposite meaning — negations ("not bad"), contrasts ("a
-# good cast wasted on ..."), sarcasm, and long sentences whose verdict comes at
-# the end. A model pre-trained for minutes has seen too little text to learn
-# how "not" or "but" flips what follows, so it leans on the polarity of single
-# words; the tables above show, for this run, how the error rate changes with
-# negations and with length. A probability of the true label near 0 marks a
+# polarity carry the opposite meaning: negations ("not bad"), contrasts ("a
+# handful of thrilling moments ..., but the movie doesn't ..."), sarcasm, and long
+# sentences whose verdict comes at the end. A model pre-trained for minutes has
+# seen too little text to learn how "not" or "but" flips what follows, so it leans
+# on the polarity of single words: a probability of the true label near 0 marks a
 # confident mistake, usually a sentence whose individual words point the other
-# way.
+# way. The share of contrast words among the distilled student's most confident
+# mistakes, against their share in the dev set (printed above), and the error
+# rates with and without a negation measure this for the run shown. The
+# agreement table says that every model's mistakes overlap heavily with the
+# teacher's, far beyond what independent errors at these error rates would give:
+# the hard sentences are hard for all of them, and the distilled students do not
+# share clearly more of the teacher's fine-tuned mistakes than the no-transfer
+# student does (transfer was of pre-trained features, not of SST-2 decisions).
 
 # %% [markdown]
 # ## Summary
@@ -336,19 +538,28 @@ display(report.error_rates(correct, *report.length_buckets(task_data.dev.lengths
 #   seeds, and reports mean ± std (table above, figure
 #   `figures/07_finetuning_comparison.png`; the lengths in `figures/07_token_lengths.png`).
 # * Models that are not in the pipeline yet are reported as missing, never filled in.
-# * The paper's 92.8 is a test-set number of a full-size model; the laptop models sit
-#   far below it, and the question this notebook answers is the relative one: does
-#   transfer beat no transfer at equal student compute?
+# * The aim's verdict is printed in section 6 with what qualifies it: whether the
+#   teacher scores below its own student, how many pre-training updates each student
+#   really made, seeds that never beat the majority class, and the lead in units of the
+#   seeds' spread.
+# * The mistakes are the classic ones: contrasts and negations, whose single words point
+#   the other way (section 7).
+# * The paper's numbers are for a full-size model; the laptop models sit far below
+#   them, and the question this notebook answers is the relative one: does transfer
+#   beat no transfer at equal student compute?
 #
 # ## Exercises
 #
 # 1. Fine-tune the teacher on the **full** SST-2 training set (`--params_override
 #    task.max_train_examples=null`) and compare with the subsample: what does the
 #    laptop subsample cost in dev accuracy, and what does it save in time?
-# 2. Run a small search for the no-transfer student (`python -m mbert_lib finetune ...
-#    --grid 'trainer.learning_rate=[3e-4,1e-3,3e-3]' --seeds 0,1,2`). Does the
-#    paper's remark that MobileBERT wants higher learning rates than BERT hold for
-#    `tiny_student` against `tiny_bert`?
+# 2. Is the teacher's deficit a matter of its learning rate, of too few epochs, or
+#    neither? Search its rate (`python -m mbert_lib finetune --task sst2
+#    --init_checkpoint runs/laptop/teacher --model_dir runs/ft_teacher_grid --data-dir
+#    ../shared/data --config_file experiments/finetune_sst2_laptop.yaml --grid
+#    'trainer.learning_rate=[1e-4,3e-4,1e-3,3e-3]' --seeds 0,1,2`), then give the best
+#    rate three times the epochs (`--params_override trainer.epochs=6`). Does the teacher
+#    catch up with its student? Repeat for `bert_baseline`, whose seeds disagree most.
 # 3. Set `task.seq_length=32`: how many dev sentences are truncated, and what does it
 #    cost? Which of the misclassified sentences above were truncated?
 # 4. Fine-tune on MRPC or RTE (put GLUE's MRPC/ or RTE/ folder beside SST-2/): what

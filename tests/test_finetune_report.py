@@ -7,6 +7,7 @@ import pytest
 
 from mbert_lib.data.glue import GlueExample
 from mbert_lib.finetune import report
+from mbert_lib.paper import PaperValue
 
 
 def entry(values, params=1000):
@@ -23,13 +24,15 @@ RESULT = {"task": "sst2", "source": "local", "models": {
 
 
 def test_results_table_rows_missing_models_and_the_paper():
-    table = report.results_table(RESULT, {"teacher": "Teacher"}, [("paper", 92.8)])
-    assert list(table["step"]) == ["teacher", "pkt", "student_scratch", "paper"]
+    table = report.results_table(RESULT, {"teacher": "Teacher"},
+                                 [("paper", 92.8), ("recalled", PaperValue(92.5, "%", True))])
+    assert list(table["step"]) == ["teacher", "pkt", "student_scratch", "paper", "paper"]
     column = "dev accuracy (mean ± std)"
     assert list(table[column]) == ["81.0 ± 1.0", "no result: the step has not run",
-                                   "72.0 ± 2.0", "92.8"]
+                                   "72.0 ± 2.0", "92.8", "≈92.5"]
     assert table.loc[0, "model"] == "Teacher" and table.loc[0, "encoder params"] == "2,000,000"
     assert table.loc[2, "per seed"] == "70.0, 72.0, 74.0" and table.loc[0, "seeds"] == 3
+    assert table.loc[3, "seeds"] == "" and table.loc[3, "encoder params"] == ""
     assert report.mean_std_text(0.5, math.nan) == "50.0"
 
 
@@ -38,6 +41,12 @@ def test_aim_needs_all_three_models_and_checks_both_conditions():
     close = {**RESULT, "models": {**RESULT["models"], "pkt": entry([0.795, 0.80, 0.805])}}
     aim = report.aim_check(close)
     assert aim["status"] == "met" and aim["gap_to_teacher"] == pytest.approx(0.01)
+    edge = {**RESULT, "models": {**RESULT["models"], "pkt": entry([0.79])}}
+    assert report.aim_check(edge)["status"] == "met"             # 0.81 - 0.79: 2 points
+    above = {**RESULT, "models": {**RESULT["models"], "pkt": entry([0.90])}}
+    aim = report.aim_check(above)
+    assert aim["status"] == "met" and aim["teacher_below_student"]
+    assert "9.0 points ABOVE teacher" in aim["text"] and "teacher's fine-tuning" in aim["text"]
     far = {**RESULT, "models": {**RESULT["models"], "pkt": entry([0.77, 0.78, 0.79])}}
     assert report.aim_check(far)["status"] == "not met"          # 3 points below the teacher
     below = {**RESULT, "models": {**RESULT["models"], "pkt": entry([0.80]),
@@ -63,3 +72,38 @@ def test_length_buckets_and_error_rates():
     assert list(table.index) == ["<= 16 tokens", "17-32", "33-64", "> 64 (truncated)"]
     assert table.loc["<= 16 tokens", "error rate"] == 0.5
     assert table.loc["> 64 (truncated)", "errors"] == 1
+
+
+def test_pretraining_summary_reads_batch_and_length_from_the_model_directory(tmp_path):
+    records = {}
+    for step, steps, batch in (("pkt", 600, 32), ("student_scratch", 2000, 16)):
+        model_dir = tmp_path / step
+        model_dir.mkdir()
+        (model_dir / "experiment.yaml").write_text(
+            f"trainer:\n  batch_size: {batch}\ndata:\n  seq_length: 128\n")
+        records[step] = {"seconds": 61.4, "result": {
+            "model_dir": str(model_dir), "train_steps": steps,
+            "eval": {"mlm_accuracy": 0.25, "nsp_accuracy": 0.75}}}
+    table = report.pretraining_summary(records)
+    assert table.loc["pkt", "sequences"] == 600 * 32
+    assert table.loc["student_scratch", "sequences"] == 2000 * 16
+    assert table.loc["pkt", "wall s"] == 61 and table.loc["pkt", "held-out MLM acc"] == 0.25
+    (tmp_path / "pkt" / "experiment.yaml").write_text("trainer: {}\n")
+    with pytest.raises(ValueError, match="pkt.*trainer.batch_size"):
+        report.pretraining_summary(records)
+
+
+def test_agreement_counts_shared_errors_against_the_reference():
+    labels = np.array([0, 1, 1, 0, 1, 0])
+    predicted = {"teacher": np.array([0, 1, 0, 1, 1, 0]),    # wrong on 2, 3
+                 "pkt": np.array([0, 1, 0, 1, 0, 0]),        # wrong on 2, 3, 4
+                 "scratch": np.array([1, 0, 1, 0, 1, 0])}    # wrong on 0, 1
+    table = report.agreement(predicted, labels, "teacher")
+    assert table.loc["teacher", "accuracy"] == pytest.approx(4 / 6, abs=1e-3)
+    assert table.loc["pkt", "agrees with teacher"] == pytest.approx(5 / 6, abs=1e-3)
+    assert table.loc["pkt", "errors"] == 3
+    assert table.loc["pkt", "errors teacher also makes"] == pytest.approx(2 / 3, abs=1e-3)
+    assert table.loc["scratch", "errors teacher also makes"] == 0.0
+    assert table.loc["scratch", "agrees with teacher"] == pytest.approx(2 / 6, abs=1e-3)
+    with pytest.raises(ValueError, match="'pkt'.*one per dev example"):
+        report.agreement({**predicted, "pkt": np.zeros(5)}, labels, "teacher")
