@@ -44,6 +44,23 @@ def test_changed_settings_rerun_the_step_and_its_dependents(tmp_path):
     assert calls == ["a", "b"]            # c does not depend on a
 
 
+def test_outputs_of_old_settings_are_moved_aside_before_the_step_runs_again(tmp_path):
+    seen = []
+
+    def run(ctx, settings):
+        seen.append(sorted(p.name for p in ctx.step_dir("a").iterdir()))
+        (ctx.step_dir("a") / f"ckpt-{settings['x']}").write_text("")
+        return {}
+
+    steps = [Step("a", "first", run)]
+    run_steps(steps, _ctx(tmp_path))
+    old = read_record(tmp_path / "a")["fingerprint"]
+    run_steps(steps, _ctx(tmp_path, {"a": {"x": 5}}))
+    assert seen == [[], []], "the second run must start from an empty directory"
+    assert sorted(p.name for p in (tmp_path / f"a.stale-{old}").iterdir()) == [
+        "ckpt-1", "step.json"]
+
+
 def test_a_killed_step_leaves_no_record_and_runs_again(tmp_path):
     calls = []
     with pytest.raises(RuntimeError, match="b killed"):

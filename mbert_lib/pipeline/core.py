@@ -7,7 +7,9 @@ A step whose step.json exists with the same fingerprint (a hash of the
 settings it ran with) is skipped and its recorded result reused; a step
 killed half-way has no step.json and runs again, resuming from its own
 checkpoints (the trainers are resumable). Changing a step's settings changes
-its fingerprint and re-runs it and the steps after it that depend on it.
+its fingerprint and re-runs it and the steps after it that depend on it; the
+outputs made with the old settings are first moved aside to
+OUT/<step>.stale-<old fingerprint> (a trainer must not resume from them).
 
 A step may also read steps its settings name (`uses`, e.g. the models a
 fine-tuning step compares): those that are part of the pipeline run before
@@ -29,6 +31,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import shutil
 import time
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Sequence
@@ -139,6 +142,8 @@ def run_steps(steps: Sequence[Step], ctx: Context, only: Optional[Sequence[str]]
             records.append({**record, "skipped": True})
             continue
         ctx.log(header)
+        if record is not None and not step.rerun:
+            _move_aside(directory, record, ctx)
         for dependency in step.depends:
             ctx.result(dependency)
         start, load_start = time.perf_counter(), load_average()
@@ -162,6 +167,15 @@ def run_steps(steps: Sequence[Step], ctx: Context, only: Optional[Sequence[str]]
         ctx.log(f"{header}: finished in {record['seconds']:.0f} s")
         records.append({**record, "skipped": False})
     return records
+
+
+def _move_aside(directory: Path, record: Mapping[str, Any], ctx: Context) -> None:
+    """Renames the outputs of a run with other settings out of the step's way."""
+    stale = directory.with_name(f"{directory.name}.stale-{record.get('fingerprint', 'unknown')}")
+    if stale.exists():
+        shutil.rmtree(stale)
+    directory.rename(stale)
+    ctx.log(f"  settings changed since it ran: its old outputs moved to {stale}")
 
 
 def _with_dependencies(only: Sequence[str], by_name: Mapping[str, Step], ctx: Context

@@ -96,9 +96,20 @@ def _settings(layer_steps: int, pd_steps: int, layers: int, extra: Mapping[str, 
     return out
 
 
+# Student updates per preset: layer-wise steps per transferred layer, PD steps, layers.
+SIZES = {"laptop": {"layer_steps": 75, "pd_steps": 300, "layers": 4},
+         "smoke": {"layer_steps": 20, "pd_steps": 20, "layers": 1}}
+
+
+def student_updates(preset: str) -> int:
+    """Updates every distillation row gives the student (layer-wise stages + PD)."""
+    size = SIZES[preset]
+    return size["layers"] * size["layer_steps"] + size["pd_steps"]
+
+
 SETTINGS = {
-    "laptop": _settings(layer_steps=75, pd_steps=300, layers=4, extra={}),
-    "smoke": _settings(layer_steps=20, pd_steps=20, layers=1, extra={
+    "laptop": _settings(**SIZES["laptop"], extra={}),
+    "smoke": _settings(**SIZES["smoke"], extra={
         "teacher.overrides.num_hidden_layers": 2,
         "student.overrides.num_hidden_layers": 1,
         "distillation.transfer_teacher_layers": [1],

@@ -25,12 +25,13 @@ from typing import Any, Mapping
 
 from mbert_lib.pipeline.core import Context, PipelineError, Step, read_record
 from mbert_lib.pipeline.steps import load_step_experiment
+from mbert_lib.pipeline.steps_distill import SIZES, student_updates
 from mbert_lib.runtime import REPO_ROOT
 
-# Pre-training steps of the two baselines: the number of student steps of the
-# distillation pipeline (layer-wise stages + pre-training distillation), so that
-# "without transfer" has the same pre-training compute. The one place to change it.
-STUDENT_PRETRAINING_STEPS = {"laptop": 2000, "smoke": 20}
+# Pre-training steps of the two baselines: the number of student updates of the
+# distillation rows (layer-wise stages + pre-training distillation), so that
+# "without transfer" makes the same number of updates on the same data.
+STUDENT_PRETRAINING_STEPS = {preset: student_updates(preset) for preset in SIZES}
 GLUE_TASK, OFFLINE_TASK = "sst2", "builtin_shuffled"
 # Peak fine-tuning learning rates per architecture: the best SST-2 dev accuracy of
 # {3e-4, 1e-3, 3e-3, 1e-2} (teacher: {1e-4, 3e-4, 1e-3, 3e-3}) on the laptop subsample,
