@@ -164,3 +164,9 @@ def test_latency_throughput_and_per_measurement_load(tmp_path):
     assert f"mobilebert 2 thread(s): {gflop:.2f} GFLOP in 46 ms = {gflop / 0.046:.0f} GFLOP/s" \
         in text
     assert "1-minute load average during `latency` (per measurement): 4.5 to 4.5: **busy" in text
+
+
+def test_outputs_moved_aside_by_a_settings_change_are_not_steps(tmp_path):
+    out = make_run(tmp_path, ["data", "teacher"])
+    (out / "teacher").rename(out / "teacher.stale-0123456789abcdef")
+    assert list(load_records(out)) == ["data"]

@@ -169,9 +169,12 @@ def run_steps(steps: Sequence[Step], ctx: Context, only: Optional[Sequence[str]]
     return records
 
 
+STALE_MARK = ".stale-"     # OUT/<step>.stale-<fingerprint>: outputs of superseded settings
+
+
 def _move_aside(directory: Path, record: Mapping[str, Any], ctx: Context) -> None:
     """Renames the outputs of a run with other settings out of the step's way."""
-    stale = directory.with_name(f"{directory.name}.stale-{record.get('fingerprint', 'unknown')}")
+    stale = directory.with_name(f"{directory.name}{STALE_MARK}{record.get('fingerprint', 'unknown')}")
     if stale.exists():
         shutil.rmtree(stale)
     directory.rename(stale)

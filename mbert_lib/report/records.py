@@ -14,7 +14,7 @@ import warnings
 from pathlib import Path
 from typing import Mapping, Optional, Sequence
 
-from mbert_lib.pipeline.core import RECORD_FILE, PipelineError, read_record
+from mbert_lib.pipeline.core import RECORD_FILE, STALE_MARK, PipelineError, read_record
 
 Records = Mapping[str, dict]
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"     # a record's "finished"
@@ -25,7 +25,8 @@ def load_records(out_dir: str | os.PathLike, order: Sequence[str] = (),
     """Every finished step's record under `out_dir`: steps in `order` first, then the rest
     sorted by name; `exclude` left out (e.g. the report itself)."""
     root = Path(out_dir)
-    found = sorted(p.parent.name for p in root.glob(f"*/{RECORD_FILE}")) if root.is_dir() else []
+    found = sorted(p.parent.name for p in root.glob(f"*/{RECORD_FILE}")
+                   if STALE_MARK not in p.parent.name) if root.is_dir() else []
     names = [n for n in order if n in found] + [n for n in found if n not in order]
     records = {}
     for name in names:
