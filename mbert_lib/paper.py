@@ -37,11 +37,6 @@ PIXEL4_LATENCY_MS = {"bert_base": 342.0, "mobilebert": 62.0, "mobilebert_tiny": 
 SMALLER_THAN_BERT_BASE = 4.3
 FASTER_THAN_BERT_BASE = 5.5
 
-# Table 6: 8-bit post-training quantization in TFLite; the per-task accuracies are not
-# confirmed from the paper's table, only the claim.
-QUANTIZED_SMALLER = PaperValue(4.0, "×")
-TABLE6_FINDING = "8-bit post-training quantization loses nearly nothing"
-
 # Table 7: latency of MobileBERT (5.7B FLOPs each) by normalization x activation,
 # Pixel 4 ms. Only the two corner cells are confirmed from the paper's table.
 TABLE7_MS = {

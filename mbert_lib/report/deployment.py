@@ -33,8 +33,8 @@ def table6_section(records: Records) -> str:
     return "\n\n".join([
         f"Task {tflite['task']}, seq {tflite.get('seq_length')}; the LiteRT interpreter on the "
         "dev set beside the Keras model.", table(frame),
-        f"Paper: {paper.TABLE6_FINDING}, and the model is {paper.QUANTIZED_SMALLER.value:g}× "
-        "smaller; its per-task numbers are not confirmed, so only the claim is compared. Ours, "
+        f"Paper: {paper.TABLE6_FINDING}; its per-task numbers are not confirmed, so only the "
+        "claim is compared. Ours, "
         f"fp32 size / size: {ours or 'no quantized variant exported'}."])
 
 
