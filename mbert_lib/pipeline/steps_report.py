@@ -1,8 +1,9 @@
 """The last step of `python -m mbert_lib reproduce`: REPORT.md from every step's record.
 
     report   <out>/REPORT.md (figures in <out>/report/); with settings["publish"]
-             (the laptop preset) also results/REPORT.md and figures/report_*.png at the
-             repository root, the files the README shows
+             (the laptop preset) and the default out dir (runs/laptop, no --out) also
+             results/REPORT.md and figures/report_*.png at the repository root, the
+             files the README shows
 
 It reads records and never runs other steps: a step that has not run is a
 "not run" section. Being seconds of work over records, it runs every time
@@ -26,13 +27,16 @@ def _pipeline_order() -> list[str]:
     return [s.name for s in STEPS]
 
 
-def _command(ctx: Context, preset: str) -> str:
+def _is_default_out(ctx: Context, preset: str) -> bool:
     from mbert_lib.pipeline import DEFAULT_OUT
+
+    return ctx.out_dir.resolve() == (DEFAULT_OUT / preset).resolve()
+
+
+def _command(ctx: Context, preset: str) -> str:
     from mbert_lib.report.document import command
 
-    default = DEFAULT_OUT / preset
-    out = None if ctx.out_dir.resolve() == default.resolve() else str(ctx.out_dir)
-    return command(preset, ctx.data_dir, out)
+    return command(preset, ctx.data_dir, None if _is_default_out(ctx, preset) else str(ctx.out_dir))
 
 
 def _shown(path: Path) -> str:
@@ -53,7 +57,7 @@ def run_report(ctx: Context, settings: Mapping[str, Any]) -> dict:
                            report_path=ctx.out_dir / REPORT_FILE, **common)
     ctx.log(f"report: {written['path']}")
     published = None
-    if settings["publish"]:
+    if settings["publish"] and _is_default_out(ctx, settings["preset"]):   # not from a --out run
         published = write_report(ctx.out_dir, figures_dir=REPO_ROOT / "figures",
                                  report_path=REPO_ROOT / "results" / REPORT_FILE, **common)
         ctx.log(f"report: published {published['path']} and {len(published['figures'])} "
