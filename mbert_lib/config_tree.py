@@ -26,6 +26,14 @@ def check(condition: bool, key: str, expected: str, value: Any) -> None:
         raise ValueError(f"{key} must be {expected}, got {value!r}")
 
 
+def check_positive(section: Any, *names: str, prefix: str) -> None:
+    """`check` that each named field of `section` that is set (not None) is > 0."""
+    for name in names:
+        value = getattr(section, name)
+        if value is not None:
+            check(value > 0, f"{prefix}.{name}", "> 0", value)
+
+
 def _coerce(value: Any, annotation: Any, key: str) -> Any:
     """`value` checked (and converted where lossless) against a type annotation."""
     origin, args = typing.get_origin(annotation), typing.get_args(annotation)

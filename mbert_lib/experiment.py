@@ -31,6 +31,7 @@ from mbert_lib.config_tree import (  # noqa: F401
     apply_overrides,
     changed_keys,
     check,
+    check_positive,
     from_dict,
     parse_overrides,
     save_yaml,
@@ -47,13 +48,6 @@ PRECISIONS = tuple(POLICIES)
 
 def _choice(value: str, choices: tuple[str, ...], key: str) -> None:
     check(value in choices, key, f"one of {list(choices)}", value)
-
-
-def _positive(section, *names: str, prefix: str) -> None:
-    for name in names:
-        value = getattr(section, name)
-        if value is not None:
-            check(value > 0, f"{prefix}.{name}", "> 0", value)
 
 
 # -------------------------------------------------------------------- sections
@@ -104,7 +98,7 @@ class DataSection:
 
     def __post_init__(self):
         _choice(self.source, DATA_SOURCES, "data.source")
-        _positive(self, "vocab_size", "seq_length", "max_predictions_per_seq", "dupe_factor",
+        check_positive(self, "vocab_size", "seq_length", "max_predictions_per_seq", "dupe_factor",
                   prefix="data")
         check(0 < self.masked_lm_prob < 1, "data.masked_lm_prob", "in (0, 1)",
               self.masked_lm_prob)
@@ -127,7 +121,7 @@ class OptimizerSection:
 
     def __post_init__(self):
         _choice(self.type, OPTIMIZERS, "trainer.optimizer.type")
-        _positive(self, "global_clipnorm", prefix="trainer.optimizer")
+        check_positive(self, "global_clipnorm", prefix="trainer.optimizer")
         for name in ("beta_1", "beta_2"):
             check(0 <= getattr(self, name) < 1, f"trainer.optimizer.{name}", "in [0, 1)",
                   getattr(self, name))
@@ -150,7 +144,7 @@ class LearningRateSection:
     decay_steps: Optional[int] = None  # None: trainer.train_steps
 
     def __post_init__(self):
-        _positive(self, "peak", "power", "decay_steps", prefix="trainer.learning_rate")
+        check_positive(self, "peak", "power", "decay_steps", prefix="trainer.learning_rate")
         check(0 <= self.end <= self.peak, "trainer.learning_rate.end",
               f"in [0, peak = {self.peak}]", self.end)
         check(self.warmup_steps >= 0, "trainer.learning_rate.warmup_steps", ">= 0",
@@ -175,7 +169,7 @@ class TrainerSection:
     learning_rate: LearningRateSection = dataclasses.field(default_factory=LearningRateSection)
 
     def __post_init__(self):
-        _positive(self, "train_steps", "batch_size", "eval_batch_size", "eval_steps",
+        check_positive(self, "train_steps", "batch_size", "eval_batch_size", "eval_steps",
                   "checkpoint_interval", "max_checkpoints_to_keep", "eval_interval",
                   "log_interval", prefix="trainer")
         warmup = self.learning_rate.warmup_steps

@@ -27,7 +27,7 @@ import dataclasses
 import os
 from typing import Optional
 
-from mbert_lib.config_tree import check
+from mbert_lib.config_tree import check, check_positive
 from mbert_lib.experiment import (
     DataSection,
     LearningRateSection,
@@ -38,13 +38,6 @@ from mbert_lib.experiment import (
 )
 
 STRATEGIES = ("progressive", "joint", "auxiliary", "none")
-
-
-def _positive(section, *names: str, prefix: str) -> None:
-    for name in names:
-        value = getattr(section, name)
-        if value is not None:
-            check(value > 0, f"{prefix}.{name}", "> 0", value)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,7 +60,7 @@ class LayerWiseSection:
     lower_lr_multiplier: float = 0.1
 
     def __post_init__(self):
-        _positive(self, "steps", prefix="distillation.layer_wise")
+        check_positive(self, "steps", prefix="distillation.layer_wise")
         for name in ("fmt_mse_weight", "fmt_mean_weight", "fmt_var_weight", "attention_weight"):
             check(getattr(self, name) >= 0, f"distillation.layer_wise.{name}", ">= 0",
                   getattr(self, name))
@@ -112,7 +105,7 @@ class DistillationSection:
     def __post_init__(self):
         check(self.strategy in STRATEGIES, "distillation.strategy", f"one of {list(STRATEGIES)}",
               self.strategy)
-        _positive(self, "joint_steps", "auxiliary_steps", prefix="distillation")
+        check_positive(self, "joint_steps", "auxiliary_steps", prefix="distillation")
         if self.strategy != "none" and not self.layer_wise.use_fmt:
             raise ValueError(
                 "distillation.layer_wise.use_fmt must be true for a layer-wise strategy: "
@@ -141,7 +134,7 @@ class DistillTrainerSection:
     optimizer: OptimizerSection = dataclasses.field(default_factory=OptimizerSection)
 
     def __post_init__(self):
-        _positive(self, "batch_size", "eval_batch_size", "eval_steps", "checkpoint_interval",
+        check_positive(self, "batch_size", "eval_batch_size", "eval_steps", "checkpoint_interval",
                   "max_checkpoints_to_keep", "eval_interval", "log_interval", prefix="trainer")
 
 
