@@ -91,3 +91,15 @@ def test_record_holds_result_settings_and_time(tmp_path):
     record = json.loads((tmp_path / "b" / "step.json").read_text())
     assert record["result"] == {"value": 2} and record["settings"] == {"x": 2}
     assert record["seconds"] >= 0 and len(record["fingerprint"]) == 16
+
+
+def test_an_optional_step_runs_only_when_named(tmp_path):
+    calls = []
+    steps = _steps(calls) + [Step("extra", "optional", lambda ctx, s: calls.append("extra")
+                                  or {}, ("a",), optional=True)]
+    full = run_steps(steps, _ctx(tmp_path))
+    assert calls == ["a", "b", "c"] and [r["step"] for r in full] == ["a", "b", "c"]
+    calls.clear()
+    named = run_steps(steps, _ctx(tmp_path), only=["extra"])
+    assert calls == ["extra"]                          # its dependency "a" is done: skipped
+    assert [(r["step"], r["skipped"]) for r in named] == [("a", True), ("extra", False)]

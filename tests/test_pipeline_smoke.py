@@ -1,9 +1,11 @@
 """`python -m mbert_lib reproduce --preset smoke` end to end on the offline default data."""
 
+import numpy as np
 import pytest
 
 from mbert_lib.cli import main
-from mbert_lib.report import section_status
+from mbert_lib.pipeline.core import read_record
+from mbert_lib.report import load_records, models, section_status
 
 SECTIONS = ("Machine", "Data and seeds", "Wall time per step", "Table 1: model sizes",
             "Table 8", "Table 9", "Fine-tuning", "Table 6", "Table 7", "Latency and size ratios")
@@ -27,6 +29,36 @@ def test_smoke_reproduction_runs_resumes_and_reports(tmp_path, monkeypatch, caps
     assert (out / "report" / "report_step_times.png").exists()
     assert main(["reproduce", "--preset", "smoke", "--out", str(out)]) == 0
     second = capsys.readouterr().out
-    summary = second[second.rindex("\nstep "):].splitlines()[2:-1]
+    summary = second[second.rindex("\nstep "):second.index("optional steps not run: "
+                                                            "distill_seeds")].splitlines()[2:-1]
     assert summary and all(("skipped (done)" in line) != line.startswith("report ")
                            for line in summary), summary
+    _optional_seeds_step(out, capsys)
+
+
+def _optional_seeds_step(out, capsys):
+    """`--steps distill_seeds,report`: every transfer row again with seed 1, nothing else
+    re-run; seed 0 is the row's own step; the report's Tables 8/9 average over both."""
+    assert not (out / "distill_seeds").exists()           # a full run leaves it out
+    assert main(["reproduce", "--preset", "smoke", "--out", str(out),
+                 "--steps", "distill_seeds,report"]) == 0
+    text = capsys.readouterr().out
+    ran = [line.split()[0] for line in text[text.rindex("\nstep "):].splitlines()[2:-1]
+           if "skipped (done)" not in line]
+    assert ran == ["distill_seeds", "report"], ran
+    rows = read_record(out / "distill_seeds")["result"]["rows"]
+    assert set(rows) == {"pkt", "jkt", "akt", "ablation_no_transfer", "ablation_pd",
+                         "ablation_pd_fmt", "ablation_fmt_at"}
+    for step, entry in rows.items():
+        assert entry["seeds"] == [0, 1]
+        assert entry["eval"][0] == {k: v for k, v in read_record(out / step)["result"]["eval"]
+                                    .items() if k in entry["eval"][0]}
+        assert entry["train_steps"][0] == entry["train_steps"][1]      # equal compute
+        mlm = [e["mlm_accuracy"] for e in entry["eval"]]
+        assert entry["mlm_accuracy"]["mean"] == pytest.approx(np.mean(mlm))
+        assert entry["mlm_accuracy"]["std"] == pytest.approx(np.std(mlm, ddof=1))
+    # the seed reaches training: some row's seed-1 student differs from its seed-0 one
+    assert any(e["eval"][0]["mlm_loss"] != e["eval"][1]["mlm_loss"] for e in rows.values())
+    t8 = models.table8(load_records(out)).set_index("step")
+    assert (t8["pre-training seeds"] == "0, 1").all()
+    assert "averaged over the pre-training seeds" in (out / "REPORT.md").read_text()

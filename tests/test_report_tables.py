@@ -170,3 +170,38 @@ def test_outputs_moved_aside_by_a_settings_change_are_not_steps(tmp_path):
     out = make_run(tmp_path, ["data", "teacher"])
     (out / "teacher").rename(out / "teacher.stale-0123456789abcdef")
     assert list(load_records(out)) == ["data"]
+
+
+SEED_MLM = {"pkt": [0.3012, 0.2990, 0.3050], "jkt": [0.2950, 0.3100, 0.3080],
+            "akt": [0.2950, 0.2800, 0.2850]}
+SEED_DEV = {"pkt": [0.81, 0.80, 0.84], "jkt": [0.79, 0.82, 0.80], "akt": [0.75, 0.77, 0.76]}
+
+
+def test_tables_8_9_over_pretraining_seeds_and_budget_without_optional_steps(tmp_path):
+    from tests.report_fixtures import _write
+
+    out = make_run(tmp_path)
+    rows = {step: {"seeds": [0, 1, 2], "eval": [{"mlm_accuracy": v} for v in mlm],
+                   "downstream": SEED_DEV[step], "metric": "accuracy",
+                   "mlm_accuracy": {"values": mlm}} for step, mlm in SEED_MLM.items()}
+    _write(out, "distill_seeds", {"task": "sst2", "rows": rows}, seconds=3600.0)
+    records = load_records(out, order=["data", "teacher", "pkt"])
+    t8 = models.table8(records).set_index("step")
+    for step, mlm in SEED_MLM.items():
+        assert t8.loc[step, "ours, seeds: MLM acc mean (%)"] == pytest.approx(100 * np.mean(mlm))
+        assert t8.loc[step, "ours, seeds: MLM acc std (points)"] == pytest.approx(
+            100 * np.std(mlm, ddof=1))
+        dev = 100 * np.array(SEED_DEV[step])
+        assert t8.loc[step, "ours, seeds: fine-tuned dev (%)"] == (
+            f"{dev.mean():.1f} ± {dev.std(ddof=1):.1f}")
+        assert t8.loc[step, "pre-training seeds"] == "0, 1, 2"
+    # seed 0 alone ranks PKT first; the seed means rank JKT first
+    assert models.ranking(t8, "ours, seeds: MLM acc mean (%)") == "JKT > PKT > AKT"
+    t9 = models.table9(records).set_index("step")
+    assert t9.loc["ablation_pd", "pre-training seeds"].startswith("not run")
+    text = build_markdown(records, MACHINE, preset="laptop", budget_minutes=45,
+                          command_line="c", source="runs/laptop", optional=["distill_seeds"])
+    counted = sum(r["seconds"] for k, r in records.items() if k != "distill_seeds") / 60
+    assert f"**Total {counted:.1f} min**" in text
+    assert "the optional distill_seeds not counted" in text
+    assert "Ours, by held-out MLM accuracy averaged over the pre-training seeds" in text

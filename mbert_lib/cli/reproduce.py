@@ -16,7 +16,7 @@ def add_arguments(parser) -> None:
                         help="output directory (default: runs/<preset>)")
     parser.add_argument("--steps", default=None,
                         help="comma-separated step names to run (and what they need); "
-                             "default: all")
+                             "default: all but the optional ones (distill_seeds)")
 
 
 def run(args) -> int:
@@ -35,4 +35,8 @@ def run(args) -> int:
                     "again to resume (finished steps are skipped)")
         raise
     ctx.log("\n" + summary_table(records))
+    left_out = [s.name for s in STEPS if s.optional and not (only and s.name in only)]
+    if left_out:
+        ctx.log(f"optional steps not run: {', '.join(left_out)} (add them with --steps "
+                f"{','.join(left_out)},report)")
     return 0

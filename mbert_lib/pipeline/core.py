@@ -19,6 +19,8 @@ the step re-runs once they exist.
 
 A step marked `rerun` (the report: it only reads the others' records, in
 seconds) runs every time, so that it always shows the records as they are.
+A step marked `optional` (extra seeds that double a run's length) is left out
+of a full run and runs only when named in `only` (`reproduce --steps`).
 Each record also holds the machine's load average when the step started
 and ended (`os.getloadavg`): timings taken while other work loaded the CPU
 can be told apart. A full disk stops the run with a DiskFullError saying how
@@ -60,6 +62,7 @@ class Step:
     depends: tuple[str, ...] = ()
     uses: Optional[Callable[[Mapping[str, Any]], Sequence[str]]] = None  # settings -> steps
     rerun: bool = False           # run even when finished (a summary of other steps' records)
+    optional: bool = False        # left out of a full run; runs when named (--steps)
 
     def used_steps(self, settings: Mapping[str, Any]) -> tuple[str, ...]:
         """The steps this step's settings name (see the module docstring)."""
@@ -124,7 +127,8 @@ def run_steps(steps: Sequence[Step], ctx: Context, only: Optional[Sequence[str]]
     raises (so a caller can show how far a failed run got).
     """
     by_name = {s.name: s for s in steps}
-    wanted = _with_dependencies(only, by_name, ctx) if only else [s.name for s in steps]
+    wanted = (_with_dependencies(only, by_name, ctx) if only
+              else [s.name for s in steps if not s.optional])
     todo = [s for s in steps if s.name in wanted]
     prints: dict[str, str] = {}
     records = [] if records is None else records

@@ -15,12 +15,13 @@ from mbert_lib.pipeline import steps_distill as distillation_steps
 from mbert_lib.pipeline import steps_export as export_steps
 from mbert_lib.pipeline import steps_finetune as finetuning_steps
 from mbert_lib.pipeline import steps_report as report_steps
+from mbert_lib.pipeline import steps_seeds as seed_steps
 from mbert_lib.pipeline.core import PipelineError
 
 # In pipeline order: a step's dependencies (and the models a fine-tuning step
 # names in its settings) come from modules before it.
-STEP_MODULES = (pretraining_steps, distillation_steps, finetuning_steps, export_steps,
-                report_steps)
+STEP_MODULES = (pretraining_steps, distillation_steps, finetuning_steps, seed_steps,
+                export_steps, report_steps)
 
 STEPS = [step for module in STEP_MODULES for step in module.STEPS]
 PRESETS: dict[str, dict[str, dict[str, Any]]] = {

@@ -21,10 +21,11 @@ from mbert_lib.runtime import REPO_ROOT
 REPORT_FILE = "REPORT.md"
 
 
-def _pipeline_order() -> list[str]:
+def _pipeline_steps(optional: bool) -> list[str]:
+    """The pipeline's steps in order: those a full run makes, or the optional ones."""
     from mbert_lib.pipeline.registry import STEPS
 
-    return [s.name for s in STEPS]
+    return [s.name for s in STEPS if s.optional == optional]
 
 
 def _is_default_out(ctx: Context, preset: str) -> bool:
@@ -51,7 +52,8 @@ def run_report(ctx: Context, settings: Mapping[str, Any]) -> dict:
     from mbert_lib.report.document import write_report
 
     common = {"preset": settings["preset"], "budget_minutes": settings["budget_minutes"],
-              "command_line": _command(ctx, settings["preset"]), "order": _pipeline_order(),
+              "command_line": _command(ctx, settings["preset"]),
+              "order": _pipeline_steps(optional=False), "optional": _pipeline_steps(optional=True),
               "source": _shown(ctx.out_dir)}
     written = write_report(ctx.out_dir, figures_dir=ctx.step_dir("report"),
                            report_path=ctx.out_dir / REPORT_FILE, **common)

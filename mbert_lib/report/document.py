@@ -67,16 +67,19 @@ def _data(records: Records) -> str:
 
 
 def _wall_time(records: Records, cores: int, budget: float, figure: Optional[str],
-               pipeline: Sequence[str]) -> str:
+               pipeline: Sequence[str], optional: Sequence[str]) -> str:
     if not records:
         return not_run("any")
     times = run.wall_time_table(records, cores)
-    s = run.budget_summary(records, budget)
+    s = run.budget_summary({k: r for k, r in records.items() if k not in optional}, budget)
+    extra = [name for name in optional if name in records]
     busy = times[times["busy machine"] == "yes"]["step"].tolist()
     missing = [name for name in pipeline if name not in records]
     lines = [table(times.round({"seconds": 1, "minutes": 2, "share (%)": 1})),
              f"**Total {s['minutes']:.1f} min** over {s['steps']} steps (the sum of their "
-             f"wall times) against a budget of {budget:g} min: **{s['status']}**"
+             f"wall times"
+             + (f"; the optional {', '.join(extra)} not counted" if extra else "")
+             + f") against a budget of {budget:g} min: **{s['status']}**"
              + (f", but partial: {len(missing)} step(s) of the pipeline have not run "
                 f"({', '.join(missing)})." if missing else ".")
              + (f" From the first step's start to the last one's end: {s['span_minutes']:.1f} "
@@ -116,19 +119,27 @@ def _transfer(records: Records, frame: Optional[pd.DataFrame], steps: str, findi
               ) -> str:
     if frame is None:
         return not_run(steps)
-    order = models.ranking(frame)
     teacher = (result(records, "teacher") or {}).get("eval") or {}
     reference = (f"The teacher, for reference: held-out MLM accuracy "
                  f"{100 * teacher['mlm_accuracy']:.2f}%, perplexity {teacher['perplexity']:.1f}."
                  if {"mlm_accuracy", "perplexity"} <= set(teacher) else "")
+    seeded = frame["ours, seeds: MLM acc mean (%)"].notna().any()
+    if seeded:
+        order = models.ranking(frame, "ours, seeds: MLM acc mean (%)") or "no numbers yet"
+        ours = (f"Ours, by held-out MLM accuracy averaged over the pre-training seeds (a gap "
+                f"smaller than about two seed standard deviations is seed-to-seed noise): "
+                f"{order}")
+    else:
+        order = models.ranking(frame) or "no numbers yet"
+        ours = (f"Ours, by held-out MLM accuracy (one run each; differences within about two "
+                f"standard errors are measurement noise, and seed-to-seed spread comes on top: "
+                f"`--steps distill_seeds,report` adds seeds): {order}")
     return "\n\n".join([
         table(frame.round(2)) + ("\n\n" + reference if reference else ""),
-        f"Paper: {finding}. Ours, by held-out MLM accuracy (one run each; differences within "
-        f"about two standard errors are measurement noise): {order or 'no numbers yet'}. The "
-        "paper's columns are GLUE dev scores of full-size "
+        f"Paper: {finding}. {ours}. The paper's columns are GLUE dev scores of full-size "
         "models (≈: recalled, not confirmed); ours are held-out MLM/NSP metrics of the "
-        "reduced-size students and, where the finetune step covered the row, its fine-tuned "
-        "dev accuracy."])
+        "reduced-size students and their fine-tuned dev accuracy (the finetune step's "
+        "seeds of the seed-0 student; over the pre-training seeds, one fine-tuning run each)."])
 
 
 def _finetune(records: Records, figure: Optional[str]) -> str:
@@ -150,15 +161,16 @@ def _finetune(records: Records, figure: Optional[str]) -> str:
 
 def build_markdown(records: Records, machine: Mapping, *, preset: str, budget_minutes: float,
                    command_line: str, source: str, figures: Mapping[str, Optional[str]] = {},
-                   pipeline: Sequence[str] = ()) -> str:
+                   pipeline: Sequence[str] = (), optional: Sequence[str] = ()) -> str:
     """The whole report. `figures`: FIGURES key -> link (relative to the file) or None;
-    `pipeline`: the steps a complete run has (those without a record are listed)."""
+    `pipeline`: the steps a complete run has (those without a record are listed);
+    `optional`: steps a full run leaves out (shown, not counted against the budget)."""
     cores = machine.get("cores") or os.cpu_count() or 1
     body = {
         "Machine": _machine(machine),
         "Data and seeds": _data(records),
         "Wall time": _wall_time(records, cores, budget_minutes, figures.get("step_times"),
-                                pipeline),
+                                pipeline, optional),
         "Table 1": _table1(records),
         "Table 8": _transfer(records, models.table8(records), "pkt/jkt/akt",
                              paper.TABLE8_FINDING),
@@ -209,20 +221,22 @@ def write_figures(records: Records, directory: Path, budget_minutes: float, pres
 
 def write_report(out_dir: str | os.PathLike, *, preset: str, budget_minutes: float,
                  command_line: str, figures_dir: str | os.PathLike,
-                 report_path: str | os.PathLike, order=(), exclude=("report",),
+                 report_path: str | os.PathLike, order=(), optional=(), exclude=("report",),
                  source: Optional[str] = None) -> dict:
-    """Reads the records under `out_dir` (steps in `order` first, `exclude` left out), draws
+    """Reads the records under `out_dir` (steps in `order`, then `optional`, first; `exclude`
+    left out; `optional` not counted against the budget), draws
     the figures into `figures_dir` and writes `report_path` (figure links relative to it);
     `source` is how the report names `out_dir`. Returns {"path", "figures", "sections"}."""
     from mbert_lib.report.machine import machine_info
 
-    records = load_records(out_dir, order=order, exclude=exclude)
+    records = load_records(out_dir, order=[*order, *optional], exclude=exclude)
     figures = write_figures(records, Path(figures_dir), budget_minutes, preset)
     report_path = Path(report_path)
     links = {k: os.path.relpath(p, report_path.parent) for k, p in figures.items()}
     text = build_markdown(records, machine_info(), preset=preset, budget_minutes=budget_minutes,
                           command_line=command_line, source=source or str(out_dir), figures=links,
-                          pipeline=[name for name in order if name not in exclude])
+                          pipeline=[name for name in order if name not in exclude],
+                          optional=optional)
     atomic.write_text(report_path, text)
     return {"path": str(report_path), "figures": [str(p) for p in figures.values()],
             "sections": section_status(text)}

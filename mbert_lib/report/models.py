@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from mbert_lib import paper
+from mbert_lib.finetune.search import mean_std
 from mbert_lib.report.records import Records, result
 
 # Pipeline step -> the row of paper Table 8 / Table 9 it reproduces.
@@ -31,12 +32,6 @@ SST2_MODELS = {
     "jkt": ("student, JKT", ("JKT, dev (Table 8)", paper.TABLE8["JKT"]["SST-2"])),
     "akt": ("student, AKT", ("AKT, dev (Table 8)", paper.TABLE8["AKT"]["SST-2"])),
 }
-
-
-def mean_std(values: Sequence[float]) -> tuple[float, float]:
-    """(mean, sample std with ddof=1); std is NaN for one value."""
-    v = np.asarray(values, np.float64)
-    return float(v.mean()), float(v.std(ddof=1)) if len(v) > 1 else math.nan
 
 
 def pm(values: Sequence[float], scale: float = 100.0) -> str:
@@ -98,16 +93,34 @@ def _sst2_cell(finetune: Optional[dict], step: str) -> str:
     return pm(entry["values"]) + f" (n={len(entry['values'])})"
 
 
+def _seed_cells(entry: Optional[dict]) -> dict:
+    """The distill_seeds step's cells of one row: seeds, MLM accuracy over them (mean, std,
+    "mean ± std") and the fine-tuned dev metric over them; "not run" without the step."""
+    if entry is None:
+        return {"pre-training seeds": "not run (optional step distill_seeds)",
+                "ours, seeds: MLM acc mean (%)": math.nan,
+                "ours, seeds: MLM acc std (points)": math.nan,
+                "ours, seeds: fine-tuned dev (%)": "—"}
+    mlm = entry["mlm_accuracy"]["values"]
+    mean, std = mean_std(mlm)
+    return {"pre-training seeds": ", ".join(map(str, entry["seeds"])),
+            "ours, seeds: MLM acc mean (%)": 100 * mean,
+            "ours, seeds: MLM acc std (points)": 100 * std,
+            "ours, seeds: fine-tuned dev (%)": pm(entry["downstream"])}
+
+
 def transfer_table(records: Records, rows: Mapping[str, str], paper_rows: Mapping[str, dict]
                    ) -> Optional[pd.DataFrame]:
     """One row per step of `rows` (step -> paper row label): the paper's GLUE dev mean of
-    MNLI-m/QNLI/MRPC/SST-2 and SST-2 (both ≈), our held-out MLM accuracy with its sampling
-    error, perplexity, NSP accuracy, student updates, and our fine-tuned dev metric when the
-    finetune step has it.
+    MNLI-m/QNLI/MRPC/SST-2 and SST-2 (both ≈); our seed-0 run's held-out MLM accuracy with
+    its sampling error, perplexity, NSP accuracy, student updates and fine-tuned dev metric
+    (when the finetune step has the row); and, when the optional distill_seeds step ran,
+    MLM accuracy and fine-tuned dev metric over its pre-training seeds (mean ± std).
     None when no step of `rows` has run."""
     if not any(step in records for step in rows):
         return None
     finetune = result(records, "finetune")
+    seeds = (result(records, "distill_seeds") or {}).get("rows", {})
     out = []
     for step, label in rows.items():
         cells = paper_rows.get(label)
@@ -125,7 +138,8 @@ def transfer_table(records: Records, rows: Mapping[str, str], paper_rows: Mappin
             "perplexity": metrics.get("perplexity", math.nan),
             "NSP acc (%)": 100 * metrics.get("nsp_accuracy", math.nan),
             "student updates": str((r or {}).get("train_steps", "—")),
-            "ours: fine-tuned dev (%)": _sst2_cell(finetune, step)})
+            "ours: fine-tuned dev (%)": _sst2_cell(finetune, step),
+            **_seed_cells(seeds.get(step))})
     return pd.DataFrame(out)
 
 

@@ -1,0 +1,120 @@
+"""Paper Tables 8 and 9 over several pre-training seeds: the optional `distill_seeds` step.
+
+    distill_seeds   every transfer row (pkt, jkt, akt and the ablations) trained again
+                    with trainer.seed = 1, 2, ... (seed 0 is the row's own step), each
+                    seed's student evaluated on held-out MLM and fine-tuned once on the
+                    task; per row: the values per seed and their mean ± std
+
+A seed changes the student's initialisation, dropout and the order of the
+training batches; the teacher, the pre-training examples (and their masks)
+and the number of updates stay those of the row's step, whose settings this
+step copies. It doubles the pipeline's transfer time, so a full run leaves it
+out (`Step.optional`); it runs when named:
+
+    python -m mbert_lib reproduce --data-dir ../shared/data --steps distill_seeds,report
+
+Every seed trains into distill_seeds/<row>/seed<k>/model and fine-tunes into
+distill_seeds/<row>/seed<k>/finetune; both trainers resume, so a killed run
+continues where it stopped.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from mbert_lib.pipeline.core import Context, Step
+from mbert_lib.pipeline.steps_distill import HEADLINE, load_distill_step_experiment
+from mbert_lib.pipeline.steps_distill import SETTINGS as DISTILL_SETTINGS
+from mbert_lib.pipeline.steps_finetune import (
+    FINETUNE_LEARNING_RATES,
+    finetune_experiment,
+    task_name,
+)
+from mbert_lib.pipeline.steps_finetune import SETTINGS as FINETUNE_SETTINGS
+
+NAME = "distill_seeds"
+
+
+def _rows(settings: Mapping[str, Any]) -> list[str]:
+    return list(settings["rows"])
+
+
+def _distill(ctx: Context, row: str, row_settings: Mapping[str, Any], seed: int) -> tuple:
+    """(model_dir, held-out metrics, student updates) of `row` pre-trained with `seed`."""
+    from mbert_lib.config_tree import apply_overrides
+    from mbert_lib.distill.trainer import run_distillation
+
+    if seed == 0:
+        done = ctx.result(row)
+        return done["model_dir"], done["eval"], done["train_steps"]
+    experiment = apply_overrides(load_distill_step_experiment(ctx, row_settings),
+                                 [("trainer.seed", seed)])
+    model_dir = ctx.step_dir(NAME) / row / f"seed{seed}" / "model"
+    done = run_distillation(experiment, ctx.step_dir("teacher"), model_dir,
+                            show_progress=ctx.show_progress, log=ctx.log)
+    return str(model_dir), done.get("eval") or {}, done.get("train_steps")
+
+
+def _finetune(ctx: Context, settings: Mapping[str, Any], row: str, init: str, seed: int,
+              loaded: dict) -> dict:
+    """The row's seed-`seed` student fine-tuned once (fine-tuning seed: finetune.seed)."""
+    from mbert_lib.finetune.trainer import cached_task_data, run_finetuning
+
+    spec = settings["finetune"]
+    experiment = finetune_experiment(ctx, spec, init, spec["seed"], model=row)
+    directory = ctx.step_dir(NAME) / row / f"seed{seed}" / "finetune"
+    done = run_finetuning(experiment, directory, data=cached_task_data(experiment, loaded),
+                          show_progress=ctx.show_progress, log=ctx.log)
+    return {"metric": done["metric"], "value": done["eval"][done["metric"]],
+            "source": done["source"], "model_dir": str(directory)}
+
+
+def run_seeds(ctx: Context, settings: Mapping[str, Any]) -> dict:
+    from mbert_lib.config_tree import check
+    from mbert_lib.finetune.search import mean_std
+
+    seeds = [0, *settings["seeds"]]
+    check(len(set(seeds)) == len(seeds) and all(isinstance(s, int) and s > 0
+                                                for s in settings["seeds"]),
+          f"{NAME}.seeds", "distinct integers > 0 (seed 0 is the row's own step)",
+          settings["seeds"])
+    rows, loaded, source = {}, {}, None
+    jobs = [(row, seed) for row in settings["rows"] for seed in seeds]
+    for k, (row, seed) in enumerate(jobs, 1):
+        ctx.log(f"{NAME} [{k}/{len(jobs)}]: {row}, pre-training seed {seed}")
+        model_dir, metrics, updates = _distill(ctx, row, settings["rows"][row], seed)
+        tuned = _finetune(ctx, settings, row, model_dir, seed, loaded)
+        source = tuned["source"]
+        entry = rows.setdefault(row, {"seeds": [], "eval": [], "train_steps": [],
+                                      "downstream": [], "model_dirs": []})
+        entry["seeds"].append(seed)
+        entry["eval"].append({m: metrics[m] for m in (*HEADLINE, "predictions") if m in metrics})
+        entry["train_steps"].append(updates)
+        entry["downstream"].append(tuned["value"])
+        entry["model_dirs"].append(model_dir)
+        entry["metric"] = tuned["metric"]
+    for entry in rows.values():
+        for key, values in [("mlm_accuracy", [e["mlm_accuracy"] for e in entry["eval"]]),
+                            ("downstream_summary", entry["downstream"])]:
+            mean, std = mean_std(values)
+            entry[key] = {"values": values, "mean": mean, "std": std}
+    return {"task": task_name(ctx, settings["finetune"]), "source": source,
+            "finetune_seed": settings["finetune"]["seed"], "rows": rows}
+
+
+STEPS = [Step(NAME, "Tables 8 and 9 with more pre-training seeds (optional: "
+              "--steps distill_seeds)", run_seeds, ("teacher",), uses=_rows, optional=True)]
+
+
+def _settings(preset: str, seeds: list[int]) -> dict:
+    finetune = FINETUNE_SETTINGS[preset]["finetune"]
+    student = {"overrides": {"trainer.learning_rate": FINETUNE_LEARNING_RATES["student"]}}
+    rows = DISTILL_SETTINGS[preset]
+    return {NAME: {
+        "seeds": seeds, "rows": dict(rows),
+        "finetune": {"config_file": finetune["config_file"], "task": finetune["task"],
+                     "overrides": finetune["overrides"], "seed": 0,
+                     "models": {row: student for row in rows}}}}
+
+
+SETTINGS = {"laptop": _settings("laptop", [1, 2]), "smoke": _settings("smoke", [1])}
