@@ -205,3 +205,5 @@ def test_tables_8_9_over_pretraining_seeds_and_budget_without_optional_steps(tmp
     assert f"**Total {counted:.1f} min**" in text
     assert "the optional distill_seeds not counted" in text
     assert "Ours, by held-out MLM accuracy averaged over the pre-training seeds" in text
+    seeds = run.seeds_table(records).set_index("step")
+    assert seeds.loc["distill_seeds/jkt", "seed"] == "0, 1, 2"

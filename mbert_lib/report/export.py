@@ -15,11 +15,10 @@ from typing import Mapping, Optional, Sequence
 import pandas as pd
 
 from mbert_lib import paper
-from mbert_lib.paper import TABLE7_MS
+from mbert_lib.bench.tflite_latency import TABLE7_GRID
+from mbert_lib.export import tables
 
 PRECISIONS = ("fp32", "dynamic_int8", "float16", "int8")
-NORM_ACT = (("layer_norm", "gelu"), ("layer_norm", "relu"), ("no_norm", "gelu"),
-            ("no_norm", "relu"))
 # Issue 7's accuracy targets per precision: (what, test on |Δ accuracy| in points and
 # max |Δlogit|); None = report only.
 ACCURACY_TARGETS = {
@@ -28,9 +27,10 @@ ACCURACY_TARGETS = {
     "float16": ("within 1 point of Keras", lambda d_acc, d_logit: abs(d_acc) <= 1.0),
     "int8": None,
 }
-# Issue 7's latency/size targets on this 2-core machine, for the paper-size encoders.
-FP32_2THREAD_MS_TARGET = 40.0
-FP32_LATENCY_RATIO_TARGET = 4.5
+# Issue 7's latency bounds on this 2-core machine (one definition: export.tables).
+_BOUNDS = {key: bound for key, _, bound, _ in tables.LATENCY_TARGETS}
+FP32_2THREAD_MS_TARGET = _BOUNDS["model_fp32_ms"]
+FP32_LATENCY_RATIO_TARGET = _BOUNDS["latency_ratio_fp32"]
 TARGET_MODELS = ("mobilebert", "bert_base")
 
 
@@ -38,32 +38,40 @@ def met(ok: bool) -> str:
     return "met" if ok else "not met"
 
 
+def _status(precision: str, row: Mapping) -> tuple[str, str]:
+    """(target, status) of one `tables.table6` row."""
+    target = ACCURACY_TARGETS.get(precision)
+    if row.get("error"):
+        return "—", "not met" if target else "failed"
+    if target is None:
+        return "reported, no target", "—"
+    return target[0], met(target[1](row["Δ vs Keras (points)"], row["max |Δlogit|"]))
+
+
 def table6(tflite: Mapping) -> pd.DataFrame:
-    """One row per (model, precision): interpreter accuracy beside the Keras model's, the
-    difference in points, max |Δlogit|, file size and its ratio to fp32, the target."""
+    """`export.tables.table6` in the report's layout: one row per (model, precision) with the
+    Keras accuracy beside it, precisions in PRECISIONS order, and issue 7's target and status.
+    """
+    long = tables.table6(tflite)
     rows = []
-    for model, entry in tflite["models"].items():
-        keras = 100 * entry["keras_accuracy"]
-        variants = entry["variants"]
-        fp32_size = (variants.get("fp32") or {}).get("size_bytes")
+    for model, group in long.groupby("model", sort=False):
+        keras = group[group["precision"] == "Keras (float32)"].iloc[0]["accuracy %"]
+        variants = {r["precision"]: r for r in group.to_dict("records")
+                    if r["precision"] != "Keras (float32)"}
         for precision in [p for p in PRECISIONS if p in variants] + [
                 p for p in variants if p not in PRECISIONS]:
             v = variants[precision]
-            row = {"model": model, "precision": precision, "Keras acc (%)": keras}
-            if "error" in v:
-                row.update({"TFLite acc (%)": f"export failed: {v['error']}",
-                            "target": "—", "status": "not met"
-                            if ACCURACY_TARGETS.get(precision) else "failed"})
-                rows.append(row)
-                continue
-            acc, logit = 100 * v["accuracy"], v["max_abs_logit_diff"]
-            target = ACCURACY_TARGETS.get(precision)
-            row.update({"TFLite acc (%)": acc, "Δ vs Keras (points)": acc - keras,
-                        "max |Δlogit|": logit, "size (MB)": v["size_bytes"] / 1e6,
-                        "fp32 size / size": fp32_size / v["size_bytes"] if fp32_size
-                        else math.nan,
-                        "target": target[0] if target else "reported, no target",
-                        "status": met(target[1](acc - keras, logit)) if target else "—"})
+            target, status = _status(precision, v)
+            row = {"model": model, "precision": precision, "Keras acc (%)": keras,
+                   "target": target, "status": status}
+            if v.get("error"):
+                row["TFLite acc (%)"] = f"export failed: {v['error']}"
+            else:
+                row.update({"TFLite acc (%)": v["accuracy %"],
+                            "Δ vs Keras (points)": v["Δ vs Keras (points)"],
+                            "max |Δlogit|": v["max |Δlogit|"], "size (MB)": v["size MB"],
+                            "fp32 size / size": v["× smaller than fp32"]
+                            if v["× smaller than fp32"] is not None else math.nan})
             rows.append(row)
     columns = ["model", "precision", "Keras acc (%)", "TFLite acc (%)", "Δ vs Keras (points)",
                "max |Δlogit|", "size (MB)", "fp32 size / size", "target", "status"]
@@ -76,31 +84,27 @@ def grid_model(records: Sequence[Mapping]) -> Optional[str]:
     for model in dict.fromkeys(r["model"] for r in records):
         combos = {(r["normalization_type"], r["hidden_act"]) for r in records
                   if r["model"] == model and r["precision"] == "fp32"}
-        if set(NORM_ACT) <= combos:
+        if set(TABLE7_GRID) <= combos:
             return model
     return None
 
 
 def table7(records: Sequence[Mapping]) -> Optional[pd.DataFrame]:
-    """Rows LayerNorm/NoNorm × gelu/relu of the MobileBERT shape in fp32: median ms and the
-    ratio to LayerNorm + gelu per thread count, beside the paper's Pixel 4 ms and ratio."""
+    """`export.tables.table7` of the grid model, one row per norm × activation with a pair
+    of columns (ms, ratio to LayerNorm + gelu) per thread count, beside the paper's cells."""
     model = grid_model(records)
     if model is None:
         return None
-    base = TABLE7_MS[NORM_ACT[0]]
+    long = tables.table7(records, model)
     rows = []
-    for norm, act in NORM_ACT:
-        cell = TABLE7_MS[(norm, act)]
+    for (norm, act), group in long.groupby(["normalization", "activation"], sort=False):
         row = {"normalization": norm, "activation": act}
-        for n in sorted({r["threads"] for r in records}):
-            pick = {(r["normalization_type"], r["hidden_act"]): r["median_ms"] for r in records
-                    if r["model"] == model and r["precision"] == "fp32" and r["threads"] == n}
-            label = f"{n} thread{'s' * (n > 1)}"
-            row[f"ours {label} (ms)"] = pick[(norm, act)]
-            row[f"ours {label} / LN+gelu"] = pick[(norm, act)] / pick[NORM_ACT[0]]
-        row["paper Pixel 4 (ms)"] = str(cell)
-        row["paper / LN+gelu"] = ("≈" if cell.approx or base.approx else "") + \
-            f"{cell.value / base.value:.2f}"
+        for r in group.sort_values("threads").to_dict("records"):
+            label = f"{r['threads']} thread{'s' * (r['threads'] > 1)}"
+            row[f"ours {label} (ms)"] = r["median ms"]
+            row[f"ours {label} / LN+gelu"] = r["ratio to LN+gelu"]
+        row["paper Pixel 4 (ms)"] = group.iloc[0]["paper Pixel 4"]
+        row["paper / LN+gelu"] = group.iloc[0]["paper ratio"]
         rows.append(row)
     return pd.DataFrame(rows).assign(model=model)
 

@@ -72,8 +72,8 @@ def data_provenance(records: Records) -> Optional[dict]:
 
 
 def seeds_table(records: Records, steps: Sequence[str] = ()) -> pd.DataFrame:
-    """Each seed the run used: the data step's, every trainer's (its experiment.yaml), and
-    the fine-tuning seeds per model."""
+    """Each seed the run used: the data step's, every trainer's (its experiment.yaml), the
+    fine-tuning seeds per model, and the optional distill_seeds step's pre-training seeds."""
     rows = []
     if "data" in records:
         rows.append({"step": "data", "seed": str(records["data"]["settings"].get("seed")),
@@ -89,6 +89,11 @@ def seeds_table(records: Records, steps: Sequence[str] = ()) -> pd.DataFrame:
             rows.append({"step": f"finetune/{model}",
                          "seed": ", ".join(map(str, entry["seeds"])),
                          "what": "fine-tuning runs"})
+    seeded = result(records, "distill_seeds") or {}
+    for row, entry in seeded.get("rows", {}).items():
+        rows.append({"step": f"distill_seeds/{row}", "seed": ", ".join(map(str, entry["seeds"])),
+                     "what": "pre-training (trainer.seed), each fine-tuned once with seed "
+                             f"{seeded.get('finetune_seed', 0)}"})
     return pd.DataFrame(rows, columns=["step", "seed", "what"])
 
 
