@@ -13,12 +13,19 @@ the step's matmul GFLOP (`mbert_lib.anatomy.flops`: teacher forward + 3 × stude
 forward for forward + backward, MLM heads included in PD) with the GFLOP/s
 achieved, to compare with the machine's peak (≈158 GFLOP/s SGEMM on 2 cores,
 REFERENCE.md section 7).
-`TF_MODELS_ANCHOR` is what tensorflow/models' BertDistillationTask measured
-on this project's machine for the same shapes (REFERENCE.md section 7); it
-was not measured in the same run, so a ratio against it is indicative only.
+
+The variants feed on NUM_BATCHES synthetic batches built once and cycled, so a
+timed step does not include making its batch (the tf-models anchor,
+`mbert_lib.bench.anchor`, does the same). `distill_rounds` builds and traces
+the steps once and then yields one round of records per `next()`: the bench
+CLI runs the anchor between rounds, so background load hits both alike.
 """
 
 from __future__ import annotations
+
+import functools
+import itertools
+from collections.abc import Iterator
 
 import tensorflow as tf
 import tf_keras
@@ -31,17 +38,12 @@ from mbert_lib.distill.objective import DistillationObjective
 from mbert_lib.distill.plan import plan_stages, stage_variables
 from mbert_lib.distill.trainer import build_stage_optimizer
 from mbert_lib.experiment import OptimizerSection
-from mbert_lib.models import build_pretrainer
+from mbert_lib.models import build_pretrainer, count_params
 from mbert_lib.train.loop import make_train_step
 from mbert_lib.train.strategy import precision_policy
 from mbert_lib.train.synthetic import synthetic_pretraining_dataset
 
-# tf-models BertDistillationTask, TF 2.20, 2-core x86, seq 128, batch 32 (REFERENCE.md §7):
-# ≈56 ms per layer-wise step and ≈60 ms per PD step in one run (≈70k tokens/s), a quieter
-# run ≈89k (layer-wise) and ≈79k (PD) tokens/s.
-TF_MODELS_ANCHOR = {"layer_wise_ms": 56.0, "pd_ms": 60.0,
-                    "layer_wise_tokens_per_second": (70_000, 89_000),
-                    "pd_tokens_per_second": (70_000, 79_000)}
+NUM_BATCHES = 8
 
 
 def step_gflop(teacher_config: MobileBertConfig, student_config: MobileBertConfig, stage,
@@ -57,21 +59,29 @@ def step_gflop(teacher_config: MobileBertConfig, student_config: MobileBertConfi
     return per_sequence * batch_size / 1e9
 
 
-def distill_step_throughput(teacher_config: MobileBertConfig, student_config: MobileBertConfig,
-                            seq_length: int = 128, batch_size: int = 32,
-                            max_predictions_per_seq: int = 20, repeats: int = 20,
-                            warmup: int = 3, mixed_precision: str = "float32",
-                            jit_compile: bool = False) -> list[dict]:
-    """One record per variant (see the module docstring), medians over `repeats` steps."""
+def distill_rounds(teacher_config: MobileBertConfig, student_config: MobileBertConfig,
+                   seq_length: int = 128, batch_size: int = 32,
+                   max_predictions_per_seq: int = 20, repeats: int = 20, warmup: int = 3,
+                   mixed_precision: str = "float32", jit_compile: bool = False
+                   ) -> Iterator[list[dict]]:
+    """Endless rounds: each `next()` times every variant (see the module docstring).
+
+    The models and steps are built, and each step traced by one untimed call,
+    before the first round; every round then runs `warmup` untimed steps per
+    variant and `repeats` interleaved timed ones, and yields one record per
+    variant (median, min and max over that round's `repeats`).
+    """
     tf_keras.utils.set_random_seed(0)
     distillation = DistillationSection(strategy="progressive")
     layers = student_config.num_hidden_layers
     stages = plan_stages(distillation, layers)
     chosen = {"layer_wise_first": stages[0], "layer_wise_last": stages[layers - 1],
               "pd": stages[-1]}
-    data = synthetic_pretraining_dataset(
-        num_examples=batch_size * 64, batch_size=batch_size, seq_length=seq_length,
-        max_predictions_per_seq=max_predictions_per_seq, vocab_size=student_config.vocab_size)
+    batches = list(synthetic_pretraining_dataset(
+        num_examples=batch_size * NUM_BATCHES, batch_size=batch_size, seq_length=seq_length,
+        max_predictions_per_seq=max_predictions_per_seq, vocab_size=student_config.vocab_size))
+    stacked = tf.nest.map_structure(lambda *b: tf.stack(b), *batches)    # [NUM_BATCHES, B, ...]
+    data = tf.data.Dataset.from_tensor_slices(stacked).repeat()
     strategy = tf.distribute.get_strategy()
     with precision_policy(mixed_precision):
         teacher = build_pretrainer(teacher_config)
@@ -85,22 +95,41 @@ def distill_step_throughput(teacher_config: MobileBertConfig, student_config: Mo
                                               distillation.layer_wise, distillation.pretrain)
             step = make_train_step(strategy, objective, optimizer,
                                    [v for vs in groups.values() for v in vs], jit_compile)
-            iterator = iter(data.repeat())
-            fns[name] = (lambda s, it: lambda: float(s(it)["loss"]))(step, iterator)
-        timings = interleaved_timings(fns, repeats=repeats, warmup=warmup)
+            fns[name] = functools.partial(_loss_of_one_step, step, iter(data))
+            fns[name]()   # trace while the precision policy is set
     tokens = batch_size * seq_length
-    records = []
-    for name, t in timings.items():
-        anchor_ms = TF_MODELS_ANCHOR["pd_ms" if name == "pd" else "layer_wise_ms"]
-        gflop = step_gflop(teacher_config, student_config, chosen[name], seq_length,
-                           batch_size, max_predictions_per_seq)
-        records.append({
-            "variant": name, "stage": chosen[name].name, "seq_length": seq_length,
-            "batch_size": batch_size, "mixed_precision": mixed_precision,
-            "jit_compile": jit_compile, "median_step_ms": t.median_ms, "min_step_ms": t.min_ms,
-            "max_step_ms": t.max_ms, "repeats": t.repeats,
-            "steps_per_second": 1e3 / t.median_ms, "tokens_per_second": tokens * 1e3 / t.median_ms,
-            "gflop_per_step": gflop, "gflop_per_second": gflop * 1e3 / t.median_ms,
-            "tf_models_anchor_ms": anchor_ms,
-            "speedup_vs_anchor_not_same_run": anchor_ms / t.median_ms})
-    return records
+    sizes = {"teacher_encoder_params": count_params(teacher.encoder),
+             "student_encoder_params": count_params(student.encoder)}
+    for round_index in itertools.count():
+        timings = interleaved_timings(fns, repeats=repeats, warmup=warmup)
+        records = []
+        for name, t in timings.items():
+            gflop = step_gflop(teacher_config, student_config, chosen[name], seq_length,
+                               batch_size, max_predictions_per_seq)
+            records.append({
+                "variant": name, "stage": chosen[name].name, "round": round_index,
+                "seq_length": seq_length, "batch_size": batch_size,
+                "max_predictions_per_seq": max_predictions_per_seq,
+                "mixed_precision": mixed_precision, "jit_compile": jit_compile,
+                "median_step_ms": t.median_ms, "min_step_ms": t.min_ms,
+                "max_step_ms": t.max_ms, "repeats": t.repeats,
+                "steps_per_second": 1e3 / t.median_ms,
+                "tokens_per_second": tokens * 1e3 / t.median_ms,
+                "gflop_per_step": gflop, "gflop_per_second": gflop * 1e3 / t.median_ms,
+                **sizes})
+        yield records
+
+
+def _loss_of_one_step(step, iterator) -> float:
+    return float(step(iterator)["loss"])    # float(): blocks until the step is done
+
+
+def distill_step_throughput(teacher_config: MobileBertConfig, student_config: MobileBertConfig,
+                            seq_length: int = 128, batch_size: int = 32,
+                            max_predictions_per_seq: int = 20, repeats: int = 20,
+                            warmup: int = 3, mixed_precision: str = "float32",
+                            jit_compile: bool = False) -> list[dict]:
+    """One round of `distill_rounds`: one record per variant, medians over `repeats` steps."""
+    return next(distill_rounds(teacher_config, student_config, seq_length, batch_size,
+                               max_predictions_per_seq, repeats, warmup, mixed_precision,
+                               jit_compile))
