@@ -42,6 +42,7 @@ def test_bench_distill_cli_writes_three_records(tmp_path, monkeypatch, capsys):
     for r in records:
         assert r["median_step_ms"] > 0 and r["repeats"] == 2
         assert not any("anchor" in k for k in r)   # no constant from another session
+        assert r["embedding_size"] == 64           # issue 4's benchmark problem by default
         assert r["tokens_per_second"] == pytest.approx(4 * 16 * 1e3 / r["median_step_ms"])
         assert r["gflop_per_second"] == pytest.approx(r["gflop_per_step"] * 1e3
                                                       / r["median_step_ms"])
@@ -74,6 +75,7 @@ def test_bench_distill_cli_with_anchor_alternates_rounds_and_reports_ratios(tmp_
     assert main(["bench", "distill", "--teacher", "t_tiny", "--student", "s_tiny",
                  "--seq_length", "16", "--batch_size", "4", "--max_predictions_per_seq", "3",
                  "--repeats", "2", "--warmup", "0", "--anchor_python", "python",
+                 "--embedding_size", str(TEACHER.embedding_size),
                  "--rounds", "2", "--json", str(path)]) == 0
     assert calls == [2, 2]
     result = json.loads(path.read_text())

@@ -12,6 +12,9 @@ DEFAULT_ROUNDS = 3
 def add_arguments(parser) -> None:
     parser.add_argument("--teacher", default="tiny_teacher", help="teacher preset")
     parser.add_argument("--student", default="tiny_student", help="student preset")
+    parser.add_argument("--embedding_size", type=int, default=64,
+                        help="token embedding width E of both models (default %(default)s, the "
+                             "benchmark problem of issue 4; the laptop presets use 32)")
     parser.add_argument("--seq_length", type=int, default=128)
     parser.add_argument("--batch_size", type=int, default=32)
     parser.add_argument("--max_predictions_per_seq", type=int, default=20)
@@ -35,14 +38,15 @@ def run(args) -> int:
 
     if args.anchor_python is None and args.rounds is not None:
         raise ValueError("--rounds needs --anchor_python (rounds alternate ours and the anchor)")
-    teacher, student = get_preset(args.teacher), get_preset(args.student)
+    teacher, student = (get_preset(name).replace(embedding_size=args.embedding_size)
+                        for name in (args.teacher, args.student))
     if args.anchor_python is not None:
         return _run_with_anchor(args, teacher, student)
     records = next(distill_rounds(
         teacher, student, args.seq_length, args.batch_size, args.max_predictions_per_seq,
         args.repeats, args.warmup, args.mixed_precision, args.jit_compile))
     for r in records:
-        r.update(teacher=args.teacher, student=args.student)
+        r.update(teacher=args.teacher, student=args.student, embedding_size=args.embedding_size)
         print(_line(r))
     if args.json:
         write_json(records, args.json)
@@ -93,7 +97,8 @@ def _run_with_anchor(args, teacher, student) -> int:
               f"median {c['median_ratio']:.2f}x")
     print(f"load average (1, 5, 15 min): start {load_start}, end {load_end}")
     if args.json:
-        result = {"teacher": args.teacher, "student": args.student, "rounds": rounds,
+        result = {"teacher": args.teacher, "student": args.student,
+                  "embedding_size": args.embedding_size, "rounds": rounds,
                   "repeats": args.repeats, "warmup": args.warmup,
                   "jit_compile": args.jit_compile, "mixed_precision": args.mixed_precision,
                   "hardware": cpu_info(), "load_average_start": load_start,
