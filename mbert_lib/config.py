@@ -235,8 +235,9 @@ PRESETS: dict[str, MobileBertConfig] = {
         vocab_size=30522, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
         intermediate_size=3072, type_vocab_size=2,
     ),
-    # Laptop scale: a teacher/student pair with equal inter-block width H = 128,
-    # the shapes of the tf-models anchor measured in REFERENCE.md section 7.
+    # Laptop scale: a teacher/student pair with equal inter-block width H = 128, the
+    # shapes `bench distill` times against tf-models (experiments/tf_models_anchor/),
+    # which widens the embedding to E = 64 (issue 4's benchmark problem).
     "tiny_teacher": _TINY_TEACHER,
     "tiny_student": _TINY_TEACHER.replace(
         intermediate_size=128, hidden_act="relu", hidden_dropout_prob=0.0,
