@@ -18,7 +18,11 @@ import tensorflow as tf
 import tf_keras
 
 from mbert_lib.config import get_preset
-from mbert_lib.distill.experiment import DistillationSection, LayerWiseSection, PretrainDistillSection
+from mbert_lib.distill.experiment import (
+    DistillationSection,
+    LayerWiseSection,
+    PretrainDistillSection,
+)
 from mbert_lib.distill.objective import DistillationObjective
 from mbert_lib.distill.plan import plan_stages, stage_variables
 from mbert_lib.distill.trainer import build_stage_optimizer
