@@ -32,6 +32,11 @@ def _large_negative(dtype):
     return tf.float16.min if dtype == tf.float16 else -1e9
 
 
+def _heads_first(x):
+    """Swaps the token and head axes: [B, T, N, d] <-> [B, N, T, d]."""
+    return tf.transpose(x, [0, 2, 1, 3])
+
+
 @tf_keras.utils.register_keras_serializable(package="mbert_lib")
 class HeadProjection(tf_keras.layers.Layer):
     """x [B, T, D] -> x W + b, [B, T, N, d], with W: [D, N, d], b: [N, d]."""
@@ -107,17 +112,20 @@ class MultiHeadAttention(tf_keras.layers.Layer):
 
     def call(self, query, key, value, attention_mask=None, training=None):
         """attention_mask: [B, S], 1 for real keys, 0 for padding (or None)."""
+        # 1/sqrt(d) scales Q, [B, T, N, d], rather than the T/d times larger
+        # scores Q Kᵀ; heads are moved ahead of tokens so that both products
+        # are plain batched matmuls (faster to train than einsum here).
         q = self.query(query)                                      # [B, T, N, d]
-        k = self.key(key)                                          # [B, S, N, d]
-        v = self.value(value)                                      # [B, S, N, d]
-        scores = tf.einsum("BTNd,BSNd->BNTS", q, k)                # [B, N, T, S]
-        scores = scores * tf.cast(1.0 / math.sqrt(self.head_size), scores.dtype)
+        q = _heads_first(q * tf.cast(1.0 / math.sqrt(self.head_size), q.dtype))  # [B, N, T, d]
+        k = _heads_first(self.key(key))                            # [B, N, S, d]
+        v = _heads_first(self.value(value))                        # [B, N, S, d]
+        scores = tf.matmul(q, k, transpose_b=True)                 # Q Kᵀ / sqrt(d), [B, N, T, S]
         if attention_mask is not None:
             keep = tf.cast(attention_mask, scores.dtype)[:, tf.newaxis, tf.newaxis, :]
             scores += (1.0 - keep) * _large_negative(scores.dtype)  # M
         probs = tf.nn.softmax(scores, axis=-1)                     # A, [B, N, T, S]
-        context = tf.einsum("BNTS,BSNd->BTNd", self.dropout(probs, training=training), v)
-        return self.attention_output(context), probs               # [B, T, O]
+        context = tf.matmul(self.dropout(probs, training=training), v)  # [B, N, T, d]
+        return self.attention_output(_heads_first(context)), probs  # [B, T, O]
 
     def get_config(self):
         return {**super().get_config(), "num_heads": self.num_heads,

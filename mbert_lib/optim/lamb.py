@@ -49,6 +49,11 @@ def _matches(name: str, patterns: Sequence[str]) -> bool:
     return any(re.search(p, name) for p in patterns)
 
 
+def _norm(x):
+    """‖x‖₂ over all entries, a scalar."""
+    return tf.sqrt(tf.reduce_sum(tf.square(x)))
+
+
 @tf_keras.utils.register_keras_serializable(package="mbert_lib")
 class Lamb(tf_keras.optimizers.Optimizer):
     """LAMB with decoupled weight decay and a per-variable trust ratio.
@@ -91,6 +96,7 @@ class Lamb(tf_keras.optimizers.Optimizer):
             self.exclude_from_weight_decay_patterns if exclude_from_layer_adaptation is None
             else exclude_from_layer_adaptation)
         self.bias_correction = bool(bias_correction)
+        object.__setattr__(self, "_scalars_cache", None)
 
     def uses_weight_decay(self, variable) -> bool:
         """λ > 0 for this variable (its name matches no exclusion pattern)."""
@@ -119,31 +125,56 @@ class Lamb(tf_keras.optimizers.Optimizer):
         dtype = variable.dtype
         index = self._index_dict[self._var_key(variable)]
         m, v = self._momentums[index], self._velocities[index]
+        x = tf.convert_to_tensor(variable)                               # read once: x_t
         gradient = tf.convert_to_tensor(gradient)  # sparse (embedding) gradients densified
         beta_1, beta_2 = tf.cast(self.beta_1, dtype), tf.cast(self.beta_2, dtype)
         m_t = beta_1 * m + (1 - beta_1) * gradient                       # m_t
         v_t = beta_2 * v + (1 - beta_2) * tf.square(gradient)            # v_t
         m_hat, v_hat = m_t, v_t
         if self.bias_correction:
-            t = tf.cast(self.iterations + 1, dtype)
-            m_hat = m_t / (1 - tf.pow(beta_1, t))                        # m̂_t
-            v_hat = v_t / (1 - tf.pow(beta_2, t))                        # v̂_t
+            _, correction_1, correction_2 = self._step_scalars(dtype)
+            m_hat = m_t / correction_1                                   # m̂_t
+            v_hat = v_t / correction_2                                   # v̂_t
         update = m_hat / (tf.sqrt(v_hat) + self.epsilon)                # r_t
         if self.uses_weight_decay(variable):
-            update += tf.cast(self.weight_decay_rate, dtype) * variable  # u_t = r_t + λ x_t
+            update += tf.cast(self.weight_decay_rate, dtype) * x         # u_t = r_t + λ x_t
         ratio = tf.constant(1.0, dtype)
         if self.uses_layer_adaptation(variable):
-            w_norm, u_norm = tf.norm(variable), tf.norm(update)
+            w_norm, u_norm = _norm(x), _norm(update)
             ratio = tf.where(w_norm > 0,                                # ‖x_t‖ / ‖u_t‖
                              tf.where(u_norm > 0, w_norm / u_norm, 1.0), 1.0)
         return m_t, v_t, update, ratio
+
+    def _step_scalars(self, dtype):
+        """(η_t, 1 − β₁ᵗ, 1 − β₂ᵗ) of the next update, as `dtype` scalars.
+
+        Inside `apply_gradients` they are computed once, for the first variable,
+        and shared by all: a step then has a few ops per variable fewer.
+        """
+        cache, key = self._scalars_cache, (tf.compat.v1.get_default_graph(), dtype)
+        if cache is not None and key in cache:
+            return cache[key]
+        t = tf.cast(self.iterations + 1, dtype)
+        scalars = (tf.cast(self.learning_rate, dtype),
+                   1 - tf.pow(tf.cast(self.beta_1, dtype), t),
+                   1 - tf.pow(tf.cast(self.beta_2, dtype), t))
+        if cache is not None:
+            cache[key] = scalars
+        return scalars
+
+    def apply_gradients(self, grads_and_vars, *args, **kwargs):
+        object.__setattr__(self, "_scalars_cache", {})  # untracked: holds tensors of one step
+        try:
+            return super().apply_gradients(grads_and_vars, *args, **kwargs)
+        finally:
+            object.__setattr__(self, "_scalars_cache", None)
 
     def update_step(self, gradient, variable):
         index = self._index_dict[self._var_key(variable)]
         m_t, v_t, update, ratio = self.direction(gradient, variable)
         self._momentums[index].assign(m_t)
         self._velocities[index].assign(v_t)
-        lr = tf.cast(self.learning_rate, variable.dtype)
+        lr, _, _ = self._step_scalars(variable.dtype)
         variable.assign_sub(lr * ratio * update)                        # x_{t+1}
 
     def get_config(self):
