@@ -348,9 +348,9 @@ print(f"task {seeded['task']} (source: {seeded['source']}); one fine-tuning run 
       "pre-training seed")
 downstream = per_seed.pivot(index="row", columns="seed", values="downstream").mul(100)
 downstream["mean"], downstream["std"] = downstream.mean(axis=1), downstream.std(axis=1)
-downstream["paper SST-2 dev (≈)"] = [
-    {**paper.TABLE8, **paper.TABLE9}[r]["SST-2"].value if r in {**paper.TABLE8, **paper.TABLE9}
-    else math.nan for r in downstream.index]
+paper_rows = {**paper.TABLE8, **paper.TABLE9}
+downstream["paper SST-2 dev (≈)"] = [paper_rows[r]["SST-2"].value if r in paper_rows
+                                    else math.nan for r in downstream.index]
 downstream = downstream.loc[[ROWS[s][1] for s in ROWS]]
 print("ours, by mean dev accuracy:", " > ".join(downstream["mean"].sort_values(
     ascending=False).index))

@@ -123,13 +123,3 @@ def distill_rounds(teacher_config: MobileBertConfig, student_config: MobileBertC
 def _loss_of_one_step(step, iterator) -> float:
     return float(step(iterator)["loss"])    # float(): blocks until the step is done
 
-
-def distill_step_throughput(teacher_config: MobileBertConfig, student_config: MobileBertConfig,
-                            seq_length: int = 128, batch_size: int = 32,
-                            max_predictions_per_seq: int = 20, repeats: int = 20,
-                            warmup: int = 3, mixed_precision: str = "float32",
-                            jit_compile: bool = False) -> list[dict]:
-    """One round of `distill_rounds`: one record per variant, medians over `repeats` steps."""
-    return next(distill_rounds(teacher_config, student_config, seq_length, batch_size,
-                               max_predictions_per_seq, repeats, warmup, mixed_precision,
-                               jit_compile))
