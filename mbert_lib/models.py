@@ -21,8 +21,8 @@ import tf_keras
 from mbert_lib.config import MobileBertConfig
 from mbert_lib.layers.activations import get_activation
 from mbert_lib.layers.embedding import MobileBertEmbedding, check_seq_length
-from mbert_lib.layers.initializers import truncated_normal
 from mbert_lib.layers.heads import ClassificationHead, MaskedLMHead, NextSentenceHead
+from mbert_lib.layers.initializers import truncated_normal
 from mbert_lib.layers.nonorm import LAYER_NORM_EPSILON
 from mbert_lib.layers.transformer import MobileBertTransformer, block_kwargs
 

@@ -25,6 +25,7 @@ import math
 import tensorflow as tf
 import tf_keras
 
+from mbert_lib.layers.dropout import Dropout
 from mbert_lib.layers.initializers import truncated_normal
 
 
@@ -108,7 +109,7 @@ class MultiHeadAttention(tf_keras.layers.Layer):
         self.key = HeadProjection(num_heads, head_size, initializer_range, name="key")
         self.value = HeadProjection(num_heads, head_size, initializer_range, name="value")
         self.attention_output = HeadMerge(output_size, initializer_range, name="attention_output")
-        self.dropout = tf_keras.layers.Dropout(dropout_rate)
+        self.dropout = Dropout(dropout_rate)
 
     def call(self, query, key, value, attention_mask=None, training=None):
         """attention_mask: [B, S], 1 for real keys, 0 for padding (or None)."""

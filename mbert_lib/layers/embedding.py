@@ -16,6 +16,8 @@ original code), so a BERT config gives the plain BERT embedding.
 import tensorflow as tf
 import tf_keras
 
+from mbert_lib.layers.dense import Dense
+from mbert_lib.layers.dropout import Dropout
 from mbert_lib.layers.initializers import truncated_normal
 from mbert_lib.layers.nonorm import make_norm
 
@@ -85,7 +87,7 @@ class MobileBertEmbedding(tf_keras.layers.Layer):
             name="word_embeddings")
         self.needs_projection = trigram_input or embedding_size != hidden_size
         self.embedding_transformation = (
-            tf_keras.layers.Dense(hidden_size, kernel_initializer=truncated_normal(std),
+            Dense(hidden_size, kernel_initializer=truncated_normal(std),
                                   name="embedding_transformation")
             if self.needs_projection else None)
         self.position_embeddings = tf_keras.layers.Embedding(
@@ -95,7 +97,7 @@ class MobileBertEmbedding(tf_keras.layers.Layer):
             type_vocab_size, hidden_size, embeddings_initializer=truncated_normal(std),
             name="token_type_embeddings")
         self.norm = make_norm(normalization_type, name="norm")
-        self.dropout = tf_keras.layers.Dropout(dropout_rate)
+        self.dropout = Dropout(dropout_rate)
 
     @property
     def embedding_table(self):

@@ -11,6 +11,8 @@ original code applies none.
 import tf_keras
 
 from mbert_lib.layers.activations import get_activation
+from mbert_lib.layers.dense import Dense
+from mbert_lib.layers.dropout import Dropout
 from mbert_lib.layers.initializers import truncated_normal
 from mbert_lib.layers.nonorm import make_norm
 
@@ -28,13 +30,13 @@ class FeedForward(tf_keras.layers.Layer):
         self.normalization_type = normalization_type
         self.dropout_rate = dropout_rate
         self.initializer_range = initializer_range
-        self.intermediate = tf_keras.layers.Dense(
+        self.intermediate = Dense(
             intermediate_size, activation=get_activation(activation),
             kernel_initializer=truncated_normal(initializer_range), name="intermediate")
-        self.dropout = tf_keras.layers.Dropout(dropout_rate)
+        self.dropout = Dropout(dropout_rate)
 
     def build(self, input_shape):
-        self.output_dense = tf_keras.layers.Dense(
+        self.output_dense = Dense(
             int(input_shape[-1]),
             kernel_initializer=truncated_normal(self.initializer_range), name="output")
         self.norm = make_norm(self.normalization_type, name="norm")

@@ -21,7 +21,10 @@ import tensorflow as tf
 import tf_keras
 
 from mbert_lib.layers.activations import get_activation
+from mbert_lib.layers.dense import Dense
+from mbert_lib.layers.dropout import Dropout
 from mbert_lib.layers.initializers import truncated_normal
+from mbert_lib.layers.layer_norm import LayerNorm
 from mbert_lib.layers.nonorm import LAYER_NORM_EPSILON
 
 
@@ -40,10 +43,10 @@ class MaskedLMHead(tf_keras.layers.Layer):
         self.embedding_size = embedding_size
         self.activation = activation
         self.initializer_range = initializer_range
-        self.transform = tf_keras.layers.Dense(
+        self.transform = Dense(
             hidden_size, activation=get_activation(activation),
             kernel_initializer=truncated_normal(initializer_range), name="transform")
-        self.transform_norm = tf_keras.layers.LayerNormalization(
+        self.transform_norm = LayerNorm(
             epsilon=LAYER_NORM_EPSILON, name="transform_norm")
 
     def build(self, input_shape):
@@ -61,14 +64,12 @@ class MaskedLMHead(tf_keras.layers.Layer):
         if masked_positions is not None:
             x = tf.gather(x, masked_positions, batch_dims=1)                  # [B, P, H]
         z = self.transform_norm(self.transform(x))                            # [B, P, H]
-        # z·[E | W_extra]ᵀ computed as z[:E]·Eᵀ + z[E:]·W_extraᵀ, without
-        # materialising the [V, H] concatenation.
-        e = self.embedding_size
-        logits = tf.einsum("BPE,VE->BPV", z[..., :e], tf.cast(embedding_table, z.dtype))
-        if self.extra_output_weights is not None:
-            logits += tf.einsum("BPX,VX->BPV", z[..., e:],
-                                tf.cast(self.extra_output_weights, z.dtype))
-        return logits + tf.cast(self.output_bias, z.dtype)                    # [B, P, V]
+        table = tf.cast(embedding_table, z.dtype)                             # [V, E]
+        if self.extra_output_weights is not None:                 # [V, H]: [E | W_extra]
+            table = tf.concat([table, tf.cast(self.extra_output_weights, z.dtype)], axis=1)
+        # One product with the [V, H] table: the [B, P, V] logits are written once.
+        logits = tf.einsum("BPH,VH->BPV", z, table)
+        return tf.nn.bias_add(logits, tf.cast(self.output_bias, z.dtype))    # [B, P, V]
 
     def get_config(self):
         return {**super().get_config(), "vocab_size": self.vocab_size,
@@ -83,7 +84,7 @@ class NextSentenceHead(tf_keras.layers.Layer):
     def __init__(self, initializer_range: float = 0.02, **kwargs):
         super().__init__(**kwargs)
         self.initializer_range = initializer_range
-        self.dense = tf_keras.layers.Dense(
+        self.dense = Dense(
             2, kernel_initializer=truncated_normal(initializer_range), name="seq_relationship")
 
     def call(self, pooled_output):
@@ -105,8 +106,8 @@ class ClassificationHead(tf_keras.layers.Layer):
         self.num_classes = num_classes
         self.dropout_rate = dropout_rate
         self.initializer_range = initializer_range
-        self.dropout = tf_keras.layers.Dropout(dropout_rate)
-        self.dense = tf_keras.layers.Dense(
+        self.dropout = Dropout(dropout_rate)
+        self.dense = Dense(
             num_classes, kernel_initializer=truncated_normal(initializer_range), name="logits")
 
     def call(self, pooled_output, training=None):

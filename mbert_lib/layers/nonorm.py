@@ -14,6 +14,8 @@ LayerNorm: μ(h) and σ(h) depend on the token, γ and β do not.
 
 import tf_keras
 
+from mbert_lib.layers.layer_norm import LayerNorm
+
 LAYER_NORM_EPSILON = 1e-12  # the original BERT / MobileBERT value
 
 
@@ -36,13 +38,11 @@ class NoNorm(tf_keras.layers.Layer):
 
 
 def make_norm(normalization_type: str, name: str) -> tf_keras.layers.Layer:
-    """NoNorm for "no_norm", LayerNormalization (ε = 1e-12) for "layer_norm"."""
+    """NoNorm for "no_norm", LayerNorm (a LayerNormalization, ε = 1e-12) for "layer_norm"."""
     if normalization_type == "no_norm":
         return NoNorm(name=name)
     if normalization_type == "layer_norm":
-        return tf_keras.layers.LayerNormalization(
-            axis=-1, epsilon=LAYER_NORM_EPSILON, name=name
-        )
+        return LayerNorm(epsilon=LAYER_NORM_EPSILON, name=name)
     raise ValueError(
         f"normalization_type must be 'no_norm' or 'layer_norm', got {normalization_type!r}"
     )

