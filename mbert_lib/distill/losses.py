@@ -130,6 +130,23 @@ def attention_transfer(teacher_probs, student_probs, mask=None, token_count=None
     return _masked_mean(kl, w, count)
 
 
+def _cross_entropy(log_probs, target_probs_or_ids) -> tf.Tensor:
+    """−log q[y] for ids [B, P], or −Σ_v p_v log q_v for a distribution [B, P, V]; [B, P]."""
+    targets = tf.convert_to_tensor(target_probs_or_ids)
+    if targets.shape.rank == 2:
+        return -tf.gather(log_probs, tf.cast(targets, tf.int32), batch_dims=2)
+    return -tf.reduce_sum(tf.cast(targets, tf.float32) * log_probs, -1)
+
+
+def _mean_over_predictions(per_position, weights, prediction_count=None) -> tf.Tensor:
+    """Σ w·x / prediction_count (or / Σ w) over [B, P]."""
+    weights = tf.cast(weights, tf.float32)
+    total = tf.reduce_sum(per_position * weights)
+    if prediction_count is not None:
+        return total / tf.maximum(tf.cast(prediction_count, tf.float32), 1.0)
+    return tf.math.divide_no_nan(total, tf.reduce_sum(weights))
+
+
 def masked_lm_cross_entropy(logits, target_probs_or_ids, weights,
                             prediction_count=None) -> tf.Tensor:
     """Weighted mean cross-entropy over masked positions.
@@ -139,16 +156,8 @@ def masked_lm_cross_entropy(logits, target_probs_or_ids, weights,
     by `prediction_count` when given (the global Σ weights), else by Σ weights.
     """
     log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32), axis=-1)
-    targets = tf.convert_to_tensor(target_probs_or_ids)
-    if targets.shape.rank == 2:
-        per_position = -tf.gather(log_probs, tf.cast(targets, tf.int32), batch_dims=2)
-    else:
-        per_position = -tf.reduce_sum(tf.cast(targets, tf.float32) * log_probs, -1)
-    weights = tf.cast(weights, tf.float32)
-    total = tf.reduce_sum(per_position * weights)
-    if prediction_count is not None:
-        return total / tf.maximum(tf.cast(prediction_count, tf.float32), 1.0)
-    return tf.math.divide_no_nan(total, tf.reduce_sum(weights))
+    return _mean_over_predictions(_cross_entropy(log_probs, target_probs_or_ids), weights,
+                                  prediction_count)
 
 
 def pretraining_distillation(student_mlm_logits, teacher_mlm_logits, masked_lm_ids,
@@ -166,15 +175,18 @@ def pretraining_distillation(student_mlm_logits, teacher_mlm_logits, masked_lm_i
         raise ValueError(f"alpha (distill_ground_truth_ratio) must be in [0, 1], got {alpha}")
     if temperature <= 0:
         raise ValueError(f"temperature must be > 0, got {temperature}")
-    mlm = masked_lm_cross_entropy(student_mlm_logits, masked_lm_ids, masked_lm_weights,
-                                  prediction_count)
+    student_logits = tf.cast(student_mlm_logits, tf.float32)
+    log_q = tf.nn.log_softmax(student_logits, -1)                          # [B, P, V]
+    mlm = _mean_over_predictions(_cross_entropy(log_q, masked_lm_ids), masked_lm_weights,
+                                 prediction_count)
     out = {"mlm": mlm, "loss": alpha * mlm}
     if teacher_mlm_logits is not None:
         teacher_probs = tf.nn.softmax(
             tf.cast(tf.stop_gradient(teacher_mlm_logits), tf.float32) / temperature, -1)
-        out["kd"] = masked_lm_cross_entropy(
-            tf.cast(student_mlm_logits, tf.float32) / temperature, teacher_probs,
-            masked_lm_weights, prediction_count) * temperature ** 2
+        if temperature != 1.0:     # at τ = 1 MLM and KD share log q (one softmax less)
+            log_q = tf.nn.log_softmax(student_logits / temperature, -1)
+        out["kd"] = _mean_over_predictions(_cross_entropy(log_q, teacher_probs),
+                                           masked_lm_weights, prediction_count) * temperature ** 2
         out["loss"] += (1.0 - alpha) * out["kd"]
     elif alpha < 1.0:
         raise ValueError(f"alpha = {alpha} < 1 needs the teacher's MLM logits")
