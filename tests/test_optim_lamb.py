@@ -65,6 +65,43 @@ def test_several_updates_with_schedule_match_numpy():
         np.testing.assert_allclose(var.numpy(), want, rtol=1e-5, atol=1e-6, err_msg=var.name)
 
 
+def _same_shape_variables(rng, strategy):
+    """Four [5, 3] variables: three layer-adapted kernels (one group) and a gamma."""
+    names = ["a/kernel", "b/kernel", "c/kernel", "d/norm/gamma"]
+    with strategy.scope():
+        return [tf.Variable(rng.normal(size=(5, 3)).astype(np.float32), name=n) for n in names]
+
+
+def test_shape_groups_match_numpy_and_the_per_variable_path():
+    # One device: the variables of a shape are stacked and updated together;
+    # under a strategy (OneDeviceStrategy here) each goes through update_step.
+    rng = np.random.default_rng(3)
+    grads = [[rng.normal(size=(5, 3)).astype(np.float32) for _ in range(4)] for _ in range(3)]
+    finals = []
+    for strategy in (tf.distribute.get_strategy(), tf.distribute.OneDeviceStrategy("/cpu:0")):
+        variables = _same_shape_variables(np.random.default_rng(4), strategy)
+        start = [v.numpy() for v in variables]
+        with strategy.scope():
+            opt = Lamb(learning_rate=0.05, weight_decay_rate=0.1)
+            opt.build(variables)
+
+        @tf.function
+        def step(g):
+            strategy.run(lambda g: opt.apply_gradients(zip(g, variables)), args=(g,))
+
+        for step_grads in grads:
+            step([tf.constant(g) for g in step_grads])
+        for i, (var, x0) in enumerate(zip(variables, start)):
+            decayed = i < 3
+            want = numpy_lamb(x0, [g[i] for g in grads], [0.05] * 3, decay=decayed,
+                              adapt=decayed, wd=0.1)
+            np.testing.assert_allclose(var.numpy(), want, rtol=1e-5, atol=1e-6,
+                                       err_msg=var.name)
+        finals.append([v.numpy() for v in variables])
+    for grouped, single in zip(*finals):
+        np.testing.assert_allclose(grouped, single, rtol=1e-6, atol=1e-7)
+
+
 def test_trust_ratio_zero_norm_guards():
     zero_kernel = tf.Variable(tf.zeros([3, 2]), name="zero/kernel")      # ‖x‖ = 0
     kernel = tf.Variable(tf.ones([3, 2]), name="still/kernel")           # ‖u‖ = 0 below
