@@ -124,7 +124,9 @@ def attention_transfer(teacher_probs, student_probs, mask=None, token_count=None
         raise ValueError(f"attention heads differ: teacher {a_t.shape[1]}, student "
                          f"{a_s.shape[1]}; AT needs the same number of heads N")
     # xlogy(0, 0) = 0: masked keys have probability 0 in both distributions.
-    kl = tf.reduce_sum(tf.math.xlogy(a_t, a_t) - tf.math.xlogy(a_t, a_s), -1)  # [B, N, T]
+    # KL = Σ_s A^T log A^T − Σ_s A^T log A^S, each sum taken over keys first.
+    kl = (tf.reduce_sum(tf.math.xlogy(a_t, a_t), -1)
+          - tf.reduce_sum(tf.math.xlogy(a_t, a_s), -1))                          # [B, N, T]
     w = _token_weights(mask, a_t[:, 0])[:, tf.newaxis, :]                       # [B, 1, T]
     count = None if token_count is None else tf.cast(token_count, tf.float32) * a_t.shape[1]
     return _masked_mean(kl, w, count)

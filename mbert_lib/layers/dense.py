@@ -22,7 +22,7 @@ class Dense(tf_keras.layers.Dense):
     def call(self, inputs):
         if inputs.shape.rank is None or inputs.shape.rank <= 2 or not self.use_bias:
             return super().call(inputs)
-        x = tf.reshape(inputs, [-1, inputs.shape[-1]])                         # [B·T, D]
+        x = tf.reshape(inputs, [-1, self.kernel.shape[0]])                     # [B·T, D]
         y = tf.nn.bias_add(tf.matmul(x, self.kernel), self.bias)               # [B·T, U]
         if self.activation is not None:
             y = self.activation(y)
