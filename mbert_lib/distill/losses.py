@@ -183,10 +183,11 @@ def pretraining_distillation(student_mlm_logits, teacher_mlm_logits, masked_lm_i
                                  prediction_count)
     out = {"mlm": mlm, "loss": alpha * mlm}
     if teacher_mlm_logits is not None:
-        teacher_probs = tf.nn.softmax(
-            tf.cast(tf.stop_gradient(teacher_mlm_logits), tf.float32) / temperature, -1)
+        teacher_logits = tf.cast(tf.stop_gradient(teacher_mlm_logits), tf.float32)
         if temperature != 1.0:     # at τ = 1 MLM and KD share log q (one softmax less)
+            teacher_logits = teacher_logits / temperature
             log_q = tf.nn.log_softmax(student_logits / temperature, -1)
+        teacher_probs = tf.nn.softmax(teacher_logits, -1)                  # [B, P, V]
         out["kd"] = _mean_over_predictions(_cross_entropy(log_q, teacher_probs),
                                            masked_lm_weights, prediction_count) * temperature ** 2
         out["loss"] += (1.0 - alpha) * out["kd"]
