@@ -115,6 +115,19 @@ def test_layer_norm_has_keras_weights_and_dtypes():
     np.testing.assert_allclose(ours(x), keras(x), rtol=1e-5, atol=1e-5)
 
 
+def test_layer_norm_under_mixed_bfloat16_matches_keras():
+    tf_keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    try:
+        keras, ours = _keras_and_ours_layer_norm(16)
+        x = tf.random.normal([2, 5, 16])
+        y_keras, y_ours = keras(x), ours(x)
+    finally:
+        tf_keras.mixed_precision.set_global_policy("float32")
+    assert y_ours.dtype == y_keras.dtype == tf.bfloat16
+    np.testing.assert_allclose(tf.cast(y_ours, tf.float32), tf.cast(y_keras, tf.float32),
+                               rtol=1e-2, atol=1e-2)
+
+
 # --------------------------------------------------------------------- Dense
 @pytest.mark.parametrize("activation", [None, "relu", tf.nn.gelu])
 def test_dense_matches_keras_dense_on_rank_3_inputs(activation):
@@ -142,15 +155,3 @@ def test_dense_keeps_static_shapes_in_graphs():
         tf.TensorSpec([None, 11, 4], tf.float32))
     assert fn.output_shapes.as_list() == [None, 11, 6]
 
-
-def test_layer_norm_under_mixed_bfloat16_matches_keras():
-    tf_keras.mixed_precision.set_global_policy("mixed_bfloat16")
-    try:
-        keras, ours = _keras_and_ours_layer_norm(16)
-        x = tf.random.normal([2, 5, 16])
-        y_keras, y_ours = keras(x), ours(x)
-    finally:
-        tf_keras.mixed_precision.set_global_policy("float32")
-    assert y_ours.dtype == y_keras.dtype == tf.bfloat16
-    np.testing.assert_allclose(tf.cast(y_ours, tf.float32), tf.cast(y_keras, tf.float32),
-                               rtol=1e-2, atol=1e-2)

@@ -140,15 +140,6 @@ def _cross_entropy(log_probs, target_probs_or_ids) -> tf.Tensor:
     return -tf.reduce_sum(tf.cast(targets, tf.float32) * log_probs, -1)
 
 
-def _mean_over_predictions(per_position, weights, prediction_count=None) -> tf.Tensor:
-    """Σ w·x / prediction_count (or / Σ w) over [B, P]."""
-    weights = tf.cast(weights, tf.float32)
-    total = tf.reduce_sum(per_position * weights)
-    if prediction_count is not None:
-        return total / tf.maximum(tf.cast(prediction_count, tf.float32), 1.0)
-    return tf.math.divide_no_nan(total, tf.reduce_sum(weights))
-
-
 def masked_lm_cross_entropy(logits, target_probs_or_ids, weights,
                             prediction_count=None) -> tf.Tensor:
     """Weighted mean cross-entropy over masked positions.
@@ -158,8 +149,8 @@ def masked_lm_cross_entropy(logits, target_probs_or_ids, weights,
     by `prediction_count` when given (the global Σ weights), else by Σ weights.
     """
     log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32), axis=-1)
-    return _mean_over_predictions(_cross_entropy(log_probs, target_probs_or_ids), weights,
-                                  prediction_count)
+    return _masked_mean(_cross_entropy(log_probs, target_probs_or_ids),
+                        tf.cast(weights, tf.float32), prediction_count)
 
 
 def pretraining_distillation(student_mlm_logits, teacher_mlm_logits, masked_lm_ids,
@@ -179,8 +170,8 @@ def pretraining_distillation(student_mlm_logits, teacher_mlm_logits, masked_lm_i
         raise ValueError(f"temperature must be > 0, got {temperature}")
     student_logits = tf.cast(student_mlm_logits, tf.float32)
     log_q = tf.nn.log_softmax(student_logits, -1)                          # [B, P, V]
-    mlm = _mean_over_predictions(_cross_entropy(log_q, masked_lm_ids), masked_lm_weights,
-                                 prediction_count)
+    weights = tf.cast(masked_lm_weights, tf.float32)
+    mlm = _masked_mean(_cross_entropy(log_q, masked_lm_ids), weights, prediction_count)
     out = {"mlm": mlm, "loss": alpha * mlm}
     if teacher_mlm_logits is not None:
         teacher_logits = tf.cast(tf.stop_gradient(teacher_mlm_logits), tf.float32)
@@ -188,8 +179,8 @@ def pretraining_distillation(student_mlm_logits, teacher_mlm_logits, masked_lm_i
             teacher_logits = teacher_logits / temperature
             log_q = tf.nn.log_softmax(student_logits / temperature, -1)
         teacher_probs = tf.nn.softmax(teacher_logits, -1)                  # [B, P, V]
-        out["kd"] = _mean_over_predictions(_cross_entropy(log_q, teacher_probs),
-                                           masked_lm_weights, prediction_count) * temperature ** 2
+        out["kd"] = _masked_mean(_cross_entropy(log_q, teacher_probs), weights,
+                                 prediction_count) * temperature ** 2
         out["loss"] += (1.0 - alpha) * out["kd"]
     elif alpha < 1.0:
         raise ValueError(f"alpha = {alpha} < 1 needs the teacher's MLM logits")

@@ -96,7 +96,7 @@ class MobileBertEmbedding(tf_keras.layers.Layer):
         self.needs_projection = trigram_input or embedding_size != hidden_size
         self.embedding_transformation = (
             Dense(hidden_size, kernel_initializer=truncated_normal(std),
-                                  name="embedding_transformation")
+                  name="embedding_transformation")
             if self.needs_projection else None)
         self.position_embeddings = tf_keras.layers.Embedding(
             max_position_embeddings, hidden_size, embeddings_initializer=truncated_normal(std),
