@@ -69,14 +69,24 @@ def _first_blocks(blocks, num_layers):
     return blocks[:num_layers]
 
 
-def _run_blocks(x, blocks, mask, pooler, training) -> dict:
-    """The blocks on embeddings x [B, T, H] -> the encoder output dict."""
+def _run_blocks(x, blocks, mask, pooler, training, output_positions=None) -> dict:
+    """The blocks on embeddings x [B, T, H] -> the encoder output dict.
+
+    With output_positions [B, P], the last block runs its queries only at
+    [CLS] and those positions (`MobileBertTransformer`'s query_positions).
+    """
     embedding_output, layer_outputs, attention_probs = x, [], []
-    for block in blocks:
-        x, probs = block(x, mask, training=training)                  # [B, T, H], [B, N, T, T]
+    for i, block in enumerate(blocks):
+        if output_positions is not None and i == len(blocks) - 1:
+            cls_first = tf.concat([tf.zeros_like(output_positions[:, :1]), output_positions],
+                                  axis=1)                             # [B, 1 + P]
+            x, probs = block(x, mask, training=training, query_positions=cls_first)
+            cls, x, probs = x[:, 0], x[:, 1:], probs[:, :, 1:]        # [B, H], [B, P, H]
+        else:
+            x, probs = block(x, mask, training=training)              # [B, T, H], [B, N, T, T]
+            cls = x[:, 0]                                             # [B, H]
         layer_outputs.append(x)
         attention_probs.append(probs)
-    cls = x[:, 0]                                                     # [B, H]
     return {
         "embedding_output": embedding_output,
         "sequence_output": x,
@@ -119,17 +129,24 @@ class MobileBertEncoder(tf_keras.Model):
         """The token table [V, E], shared with the MLM head."""
         return self.embedding.embedding_table
 
-    def call(self, inputs, training=None, num_layers=None):
+    def call(self, inputs, training=None, num_layers=None, output_positions=None):
         """Runs the embedding and the first `num_layers` blocks (all by default).
 
         Layer-wise distillation of layer l needs only blocks 0..l; with
         `num_layers` < L, `sequence_output` and `pooled_output` come from the
         last block run.
+
+        output_positions [B, P] (optional): the last block run computes its
+        output only at these positions and at [CLS]; `sequence_output` and the
+        last entries of `encoder_outputs` / `attention_scores` are then
+        [B, P, H] / [B, N, P, T], equal to the full ones at those positions,
+        and `pooled_output` is unchanged. For heads that read only masked
+        positions this skips most of the last block's work.
         """
         word_ids, mask, type_ids = _unpack_inputs(inputs)
         x = self.embedding(word_ids, type_ids, training=training)     # [B, T, H]
         return _run_blocks(x, _first_blocks(self.blocks, num_layers), mask, self.pooler,
-                           training)
+                           training, output_positions)
 
     def get_config(self):
         return {"config": self.config.to_dict(), "name": self.name}
@@ -162,12 +179,13 @@ class _BertLayer(tf_keras.layers.Layer):
         self.output_norm = tf_keras.layers.LayerNormalization(
             epsilon=LAYER_NORM_EPSILON, name="output_norm")
 
-    def call(self, x, mask, training=None):
+    def call(self, x, mask, training=None, query_positions=None):
         pair_mask = tf.cast(mask[:, tf.newaxis, :], tf.bool)  # [B, 1, S], broadcast over T
+        x_q = x if query_positions is None else tf.gather(x, query_positions, batch_dims=1)
         attended, probs = self.attention(
-            x, x, x, attention_mask=pair_mask, return_attention_scores=True,
+            x_q, x, x, attention_mask=pair_mask, return_attention_scores=True,
             training=training)
-        x = self.attention_norm(self.attention_dropout(attended, training=training) + x)
+        x = self.attention_norm(self.attention_dropout(attended, training=training) + x_q)
         y = self.output_dense(self.intermediate(x))
         return self.output_norm(self.output_dropout(y, training=training) + x), probs
 
@@ -215,14 +233,15 @@ class BertEncoder(tf_keras.Model):
     def embedding_table(self):
         return self.word_embeddings.embeddings
 
-    def call(self, inputs, training=None):
+    def call(self, inputs, training=None, output_positions=None):
+        """As `MobileBertEncoder.call` (all blocks)."""
         word_ids, mask, type_ids = _unpack_inputs(inputs)
         word_ids = check_seq_length(word_ids, self.config.max_position_embeddings)
         positions = self.position_embeddings(tf.range(tf.shape(word_ids)[1]))
         x = (self.word_embeddings(word_ids) + positions[tf.newaxis]
              + self.token_type_embeddings(type_ids))
         x = self.embedding_dropout(self.embedding_norm(x), training=training)
-        return _run_blocks(x, self.blocks, mask, self.pooler, training)
+        return _run_blocks(x, self.blocks, mask, self.pooler, training, output_positions)
 
     def get_config(self):
         return {"config": self.config.to_dict(), "name": self.name}
@@ -266,9 +285,19 @@ class Pretrainer(tf_keras.Model):
     def config(self) -> MobileBertConfig:
         return self.encoder.config
 
-    def call(self, inputs, training=None):
-        outputs = dict(self.encoder(inputs, training=training))
+    def call(self, inputs, training=None, heads_only=False):
+        """heads_only: the last block runs only where the heads read ([CLS] and
+        `masked_lm_positions`, which must be given); the logits are the same,
+        `sequence_output` and the last block's outputs cover only the masked
+        positions (see `MobileBertEncoder.call`'s output_positions)."""
         positions = inputs.get("masked_lm_positions") if isinstance(inputs, dict) else None
+        if heads_only:
+            if positions is None:
+                raise ValueError("heads_only needs inputs['masked_lm_positions']")
+            outputs = dict(self.encoder(inputs, training=training, output_positions=positions))
+            positions = None                        # sequence_output is already [B, P, H]
+        else:
+            outputs = dict(self.encoder(inputs, training=training))
         outputs["mlm_logits"] = self.masked_lm(
             outputs["sequence_output"], self.encoder.embedding_table, positions)
         outputs["nsp_logits"] = self.next_sentence(outputs["pooled_output"])

@@ -187,6 +187,29 @@ def test_mobilebert_flops_by_hand():
     assert anatomy.flops(get_preset("mobilebert"), T) == 2 * macs
 
 
+def test_heads_only_flops_by_hand():
+    """The last block at q = 21 query rows ([CLS] + 20 masked positions) of T = 128."""
+    T, q = 128, 21
+
+    def block(queries):
+        return (queries * 512 * 128          # input bottleneck (the attention residual)
+                + T * 512 * 128              # shared Q/K bottleneck: keys need every token
+                + queries * 128 * 128        # Q
+                + T * 128 * 128              # K
+                + T * 512 * 128              # V from the 512-d input
+                + queries * T * 128 * 2      # scores, context
+                + queries * 128 * 128        # attention output
+                + 4 * 2 * queries * 128 * 512  # 4 FFNs
+                + queries * 128 * 512)       # output bottleneck
+
+    c = get_preset("mobilebert")
+    macs = T * 384 * 512 + 23 * block(T) + block(q)
+    assert anatomy.heads_only_flops(c, T, q) == 2 * macs
+    assert anatomy.heads_only_flops(c, T, T) == anatomy.flops(c, T)
+    with pytest.raises(ValueError, match="queries"):
+        anatomy.heads_only_flops(c, T, T + 1)
+
+
 @pytest.mark.parametrize("name", ["mobilebert", "ibbert_large", "bert_base",
                                   "tiny_student_f3_pooler"])
 def test_matmul_flops_from_built_kernel_sizes(encoders, name):

@@ -5,7 +5,7 @@ import json
 import pytest
 
 import mbert_lib as m
-from mbert_lib.anatomy.flops import flops
+from mbert_lib.anatomy.flops import flops, heads_only_flops
 from mbert_lib.bench.distill import step_gflop
 from mbert_lib.distill.experiment import DistillationSection
 from mbert_lib.distill.plan import plan_stages
@@ -24,8 +24,10 @@ def test_step_gflop_counts_what_each_stage_runs():
     assert step_gflop(TEACHER, STUDENT, last, 16, 4, 3) == pytest.approx(
         4 * (flops(TEACHER, 16) + 3 * flops(STUDENT, 16)) / 1e9)
     heads = 4 * 2 * 3 * (128 * 128 + 128 * 64) * 4 / 1e9
+    # PD: both last blocks at [CLS] + the 3 masked positions (heads_only)
     assert step_gflop(TEACHER, STUDENT, pd, 16, 4, 3) == pytest.approx(
-        step_gflop(TEACHER, STUDENT, last, 16, 4, 3) + heads)
+        4 * (heads_only_flops(TEACHER, 16, 4) + 3 * heads_only_flops(STUDENT, 16, 4)) / 1e9
+        + heads)
 
 
 def test_bench_distill_cli_writes_three_records(tmp_path, monkeypatch, capsys):

@@ -131,6 +131,21 @@ def test_attention_transfer_gradient_is_finite_with_masked_keys():
     assert np.all(np.isfinite(tape.gradient(loss, logits).numpy()))
 
 
+def test_attention_transfer_gradient_is_the_closed_form_through_softmax():
+    # With A^S = softmax(z), ∂KL(A^T ‖ A^S)/∂z = A^S − A^T per row (Σ A^T = 1), so
+    # ∂L_AT/∂z_bnt = w_bt (A^S − A^T) / (N · count): a check of the hand-written gradient.
+    b, n, t = 2, 3, 6
+    mask = np.array([[1] * 6, [1] * 4 + [0] * 2])
+    a_t = _masked_probs(b, n, t, mask)
+    z = RNG.normal(size=(b, n, t, t)) + np.where(mask[:, None, None, :] > 0, 0, -1e9)
+    logits = tf.Variable(z, dtype=tf.float32)
+    with tf.GradientTape() as tape:
+        loss = attention_transfer(tf.constant(a_t, tf.float32), tf.nn.softmax(logits), mask,
+                                  token_count=7.0)
+    expected = (mask[:, None, :, None] * (_softmax(z) - a_t)) / (n * 7.0)
+    np.testing.assert_allclose(tape.gradient(loss, logits), expected, atol=1e-7)
+
+
 def test_pd_matches_numpy_and_tf_models_mixed_labels():
     b, p, v = 2, 4, 11
     s_logits, t_logits = RNG.normal(size=(b, p, v)), RNG.normal(size=(b, p, v))

@@ -226,3 +226,68 @@ def test_task_models_share_the_encoder_they_are_given():
     inputs = random_inputs(config)
     np.testing.assert_array_equal(pretrainer(inputs)["sequence_output"].numpy(),
                                   encoder(inputs)["sequence_output"].numpy())
+
+
+HEADS_ONLY_CONFIGS = {**{p: small_config(p) for p in sorted(PRESETS)},
+                      "bottleneck_attention": small_config(
+                          "mobilebert", use_bottleneck_attention=True,
+                          key_query_shared_bottleneck=False)}
+
+
+def _heads_only_pretrainer(name):
+    if name == "bert_encoder":
+        model = Pretrainer(_built_bert_encoder(SMALL_BERT))
+        model(random_inputs(SMALL_BERT))
+        config = SMALL_BERT
+    else:
+        config = HEADS_ONLY_CONFIGS[name]
+        model = build_pretrainer(config)
+    randomize_kernels(model)
+    randomize_affine_weights(model)
+    inputs = random_inputs(config, batch=B, seq=T, pads=(0, 3))
+    # Repeated, unsorted and padded-slot (0) positions, as real batches have.
+    inputs["masked_lm_positions"] = np.array([[7, 2, 2, 0], [5, 1, 0, 0]], np.int32)
+    return model, inputs
+
+
+@pytest.mark.parametrize("name", sorted(HEADS_ONLY_CONFIGS) + ["bert_encoder"])
+def test_heads_only_gives_the_full_models_logits_and_gradients(name):
+    """heads_only runs the last block at [CLS] + the masked positions only; every
+    head output and every gradient must equal the full model's."""
+    model, inputs = _heads_only_pretrainer(name)
+    positions = inputs["masked_lm_positions"]
+    weights = tf.random.stateless_normal([B, 4, model.config.vocab_size], seed=[1, 2])
+
+    def run(heads_only):
+        with tf.GradientTape() as tape:
+            out = model(inputs, training=False, heads_only=heads_only)
+            loss = (tf.reduce_sum(out["mlm_logits"] * weights)
+                    + tf.reduce_sum(out["nsp_logits"] * [1.0, -2.0]))
+        return out, tape.gradient(loss, model.trainable_variables)
+
+    full, full_grads = run(False)
+    pruned, pruned_grads = run(True)
+    for key in ("mlm_logits", "nsp_logits", "pooled_output"):
+        np.testing.assert_allclose(pruned[key], full[key], rtol=1e-5, atol=1e-5, err_msg=key)
+    gathered = tf.gather(full["sequence_output"], positions, batch_dims=1)
+    np.testing.assert_allclose(pruned["sequence_output"], gathered, rtol=1e-5, atol=1e-5)
+    last_probs = tf.gather(full["attention_scores"][-1], positions, axis=2, batch_dims=1)
+    np.testing.assert_allclose(pruned["attention_scores"][-1], last_probs, atol=1e-6)
+    for below_full, below_pruned in zip(full["encoder_outputs"][:-1],
+                                        pruned["encoder_outputs"][:-1]):
+        np.testing.assert_array_equal(below_pruned, below_full)
+    assert [g is None for g in pruned_grads] == [g is None for g in full_grads]
+    flat_full, flat_pruned = (np.concatenate([tf.reshape(tf.convert_to_tensor(g), [-1])
+                                              for g in grads if g is not None])
+                              for grads in (full_grads, pruned_grads))
+    # float32 rounding only: tiny next to the gradient's scale (some gradients,
+    # e.g. of the key biases, are 0 in exact arithmetic and rounding noise here)
+    scale = np.abs(flat_full).max()
+    np.testing.assert_allclose(flat_pruned, flat_full, rtol=1e-4, atol=1e-5 * scale)
+    assert np.linalg.norm(flat_pruned - flat_full) < 1e-5 * np.linalg.norm(flat_full)
+
+
+def test_heads_only_needs_masked_positions():
+    model = build_pretrainer(small_config("mobilebert"))
+    with pytest.raises(ValueError, match="masked_lm_positions"):
+        model(random_inputs(model.config), heads_only=True)

@@ -91,3 +91,24 @@ def flops(config: MobileBertConfig, seq_length: int = 128, accounting: str = "bu
     if not elementwise:
         df = df[df.kind == "matmul"]
     return int(df.flops.sum())
+
+
+def heads_only_flops(config: MobileBertConfig, seq_length: int, queries: int) -> int:
+    """Matmul FLOPs per sequence when the last block keeps only `queries` query rows.
+
+    `Pretrainer(..., heads_only=True)` runs its last block at [CLS] and the P
+    masked positions only (queries = P + 1): the key and value projections (and
+    the shared Q/K bottleneck, or the input bottleneck when Q, K, V come from
+    it) still see all T tokens; every other product of that block shrinks by
+    queries / T. With queries = T this is `flops`.
+    """
+    if not 1 <= queries <= seq_length:
+        raise ValueError(f"queries must be in [1, seq_length = {seq_length}], got {queries}")
+    rows = flops_breakdown(config, seq_length)
+    rows = rows[(rows.kind == "matmul") & (rows.group == "block")]
+    key_side = {"key", "value", "shared Q/K bottleneck"}
+    if config.use_bottleneck_attention:
+        key_side.add("input bottleneck")
+    shrinking = rows[~rows.op.isin(key_side)]
+    one_layer = shrinking.flops / shrinking["count"]
+    return flops(config, seq_length) - int(round((one_layer * (1 - queries / seq_length)).sum()))

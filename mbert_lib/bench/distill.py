@@ -10,7 +10,8 @@ are timed round-robin so background load hits all alike:
 
 Reported per variant: median step time, steps/s, tokens/s (B·T per step), and
 the step's matmul GFLOP (`mbert_lib.anatomy.flops`: teacher forward + 3 × student
-forward for forward + backward, MLM heads included in PD) with the GFLOP/s
+forward for forward + backward; in PD the MLM heads, and both last blocks at
+[CLS] + the masked positions only, `heads_only_flops`) with the GFLOP/s
 achieved. REFERENCE.md section 7 gives numpy's SGEMM at ≈158 GFLOP/s on the 2
 cores; TensorFlow's oneDNN kernels go higher (the steps reach ~170–200).
 
@@ -30,7 +31,7 @@ from collections.abc import Iterator
 import tensorflow as tf
 import tf_keras
 
-from mbert_lib.anatomy.flops import flops
+from mbert_lib.anatomy.flops import flops, heads_only_flops
 from mbert_lib.bench.timing import interleaved_timings
 from mbert_lib.config import MobileBertConfig
 from mbert_lib.distill.experiment import DistillationSection
@@ -49,10 +50,14 @@ NUM_BATCHES = 8
 def step_gflop(teacher_config: MobileBertConfig, student_config: MobileBertConfig, stage,
                seq_length: int, batch_size: int, max_predictions_per_seq: int) -> float:
     """Matmul GFLOP of one training step of `stage` (forward + backward ≈ 3 × forward)."""
-    layers = None if stage.use_pd else max(stage.transfer_layers) + 1
-    t = teacher_config if layers is None else teacher_config.replace(num_hidden_layers=layers)
-    s = student_config if layers is None else student_config.replace(num_hidden_layers=layers)
-    per_sequence = flops(t, seq_length) + 3 * flops(s, seq_length)
+    if stage.use_pd:   # both last blocks run at [CLS] + the P masked positions only
+        queries = max_predictions_per_seq + 1
+        per_sequence = (heads_only_flops(teacher_config, seq_length, queries)
+                        + 3 * heads_only_flops(student_config, seq_length, queries))
+    else:
+        layers = max(stage.transfer_layers) + 1
+        per_sequence = (flops(teacher_config.replace(num_hidden_layers=layers), seq_length)
+                        + 3 * flops(student_config.replace(num_hidden_layers=layers), seq_length))
     if stage.use_pd:   # MLM heads: transform H×H and output H×V per prediction, both models
         H, V = student_config.hidden_size, student_config.vocab_size
         per_sequence += 4 * 2 * max_predictions_per_seq * (H * H + H * V)

@@ -7,7 +7,10 @@ For a stage with transferred student layers 𝓛 (teacher layer t_l for l ∈ �
       + [ α·MLM + (1−α)·KD + NSP ]                                        (PD stage / AKT)
 
 The teacher runs with training=False (no dropout) and only as deep as the
-stage needs; its outputs are constants (stop_gradient in the losses), and
+stage needs; in PD, a model's last block runs only at the positions the heads
+read ([CLS] and the masked positions) unless a layer-wise term reads it
+(`Pretrainer`'s heads_only: the same logits, most of a block's work skipped).
+The teacher's outputs are constants (stop_gradient in the losses), and
 its variables are in no optimizer. Every mean divides by global counts
 (real tokens, real predictions, examples: the `denominators`), so under R
 replicas the R loss shares sum to the one-device loss.
@@ -53,15 +56,23 @@ class DistillationObjective:
     def _needs_teacher_logits(self) -> bool:
         return self.stage.use_pd and self.pretrain.distill_ground_truth_ratio < 1.0
 
+    @staticmethod
+    def _heads_only(model, layers_read) -> bool:
+        """Whether `model`'s last block may run only where the MLM / NSP heads
+        read: true unless a layer-wise term reads that block's full output."""
+        return model.config.num_hidden_layers - 1 not in layers_read
+
     def _forward(self, batch, training):
         """(teacher outputs or None, student outputs) for this stage."""
         inputs = model_inputs(batch)
         stage = self.stage
         if stage.use_pd:
-            student = self.student(inputs, training=training)
+            student = self.student(inputs, training=training,
+                                   heads_only=self._heads_only(self.student, stage.transfer_layers))
             teacher = None
             if self._needs_teacher_logits():
-                teacher = self.teacher(inputs, training=False)
+                teacher = self.teacher(inputs, training=False, heads_only=self._heads_only(
+                    self.teacher, [self.layer_map[i] for i in stage.transfer_layers]))
             elif stage.layer_wise:
                 teacher = self.teacher.encoder(
                     inputs, training=False,

@@ -20,6 +20,7 @@ intra-block space) is just `key_query_shared_bottleneck=False` with h > H;
 each projection is built from its own input width, so it runs as is.
 """
 
+import tensorflow as tf
 import tf_keras
 
 from mbert_lib.layers.attention import MultiHeadAttention
@@ -40,7 +41,10 @@ BLOCK_FIELDS = (
 
 @tf_keras.utils.register_keras_serializable(package="mbert_lib")
 class MobileBertTransformer(tf_keras.layers.Layer):
-    """x [B, T, H], mask [B, T] -> (y [B, T, H], attention probabilities [B, N, T, T])."""
+    """x [B, T, H], mask [B, T] -> (y [B, T, H], attention probabilities [B, N, T, T]).
+
+    With query_positions [B, P]: (y [B, P, H], probabilities [B, N, P, T]).
+    """
 
     def __init__(
         self,
@@ -112,27 +116,42 @@ class MobileBertTransformer(tf_keras.layers.Layer):
             self.bottleneck_output_norm = make_norm(
                 normalization_type, "bottleneck_output_norm")
 
-    def call(self, x, attention_mask=None, training=None):
-        if self.use_bottleneck:
-            a = self.bottleneck_input_norm(self.bottleneck_input(x))          # [B, T, h]
-        else:
-            a = x                                                             # [B, T, H]
+    def call(self, x, attention_mask=None, training=None, query_positions=None):
+        """query_positions [B, P] (optional): compute the block's output only at
+        these positions, y [B, P, H] and probabilities [B, N, P, T]. Keys and
+        values still cover all T tokens, so each output row equals the full
+        block's row at that position; a model's last block needs no more when
+        its heads read only some positions."""
+        def at_queries(t):                                              # [B, T, D] -> [B, P, D]
+            return t if query_positions is None else tf.gather(
+                t, query_positions, batch_dims=1)
+
+        def bottleneck(t):                                # [B, *, H] -> [B, *, h] (BERT: t)
+            if not self.use_bottleneck:
+                return t
+            return self.bottleneck_input_norm(self.bottleneck_input(t))
+
+        x_q = at_queries(x)                                                   # [B, P, H]
         if self.use_bottleneck_attention:
-            qk, v = a, a
-        elif self.key_query_shared_bottleneck:
-            qk = self.bottleneck_attention_norm(self.bottleneck_attention(x))  # [B, T, h]
-            v = x                                                             # [B, T, H]
+            a_all = bottleneck(x)                                             # [B, T, h]
+            a = at_queries(a_all)                                             # [B, P, h]
+            q, k, v = a, a_all, a_all
         else:
-            qk, v = x, x
-        attended, probs = self.attention(qk, qk, v, attention_mask, training=training)
+            a = bottleneck(x_q)                                               # [B, P, h]
+            if self.key_query_shared_bottleneck:
+                k = self.bottleneck_attention_norm(self.bottleneck_attention(x))  # [B, T, h]
+                q, v = at_queries(k), x                                       # [B, P, h], [B, T, H]
+            else:
+                q, k, v = x_q, x, x
+        attended, probs = self.attention(q, k, v, attention_mask, training=training)
         u = self.attention_norm(
-            self.attention_dropout(attended, training=training) + a)         # [B, T, h]
+            self.attention_dropout(attended, training=training) + a)         # [B, P, h]
         for ffn in self.ffns:
-            u = ffn(u, training=training)                                     # [B, T, h]
+            u = ffn(u, training=training)                                     # [B, P, h]
         if not self.use_bottleneck:
             return u, probs
         y = self.bottleneck_output_dropout(self.bottleneck_output(u), training=training)
-        return self.bottleneck_output_norm(y + x), probs                      # [B, T, H]
+        return self.bottleneck_output_norm(y + x_q), probs                    # [B, P, H]
 
     def get_config(self):
         return {**super().get_config(), **{f: getattr(self, f) for f in BLOCK_FIELDS}}

@@ -62,7 +62,9 @@ class PretrainingObjective:
         self.model = model
 
     def _outputs(self, batch, training):
-        outputs = self.model(model_inputs(batch), training=training)
+        # heads_only: the last block runs only at [CLS] and the masked positions,
+        # the only rows the heads read (same logits, about a tenth less work for 4 blocks)
+        outputs = self.model(model_inputs(batch), training=training, heads_only=True)
         return outputs["mlm_logits"], outputs["nsp_logits"]
 
     def denominators(self, batch):
