@@ -5,6 +5,8 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -288,6 +290,56 @@ print(f"teacher block: {teacher_per_block:,} parameters, "
       f"query kernel {tuple(teacher_block.attention.query.kernel.shape)} = [H, N, d]")
 
 # %% [markdown]
+# ### Aside: the last block, only where the heads read
+#
+# Pre-training reads the last block's output at [CLS] (NSP) and at the P masked
+# positions (MLM), nothing else. Attention mixes the keys and values of all T tokens,
+# but each output row depends only on its own query row: for a set of rows
+# $\mathcal{P}$,
+#
+# $$A_{n,\mathcal{P}} = \mathrm{softmax}\!\left(Q_{n,\mathcal{P}} K_n^\top / \sqrt{d} + M\right)
+# \in \mathbb{R}^{|\mathcal{P}| \times T}, \qquad
+# u_{\mathcal{P}} = \mathrm{Norm}\Big(\textstyle\sum_n A_{n,\mathcal{P}} V_n W^O_n + b^O + a_{\mathcal{P}}\Big)$$
+#
+# and everything after it (FFNs, linear out) works row by row. So the last block can
+# compute $a$, Q, the attention output, the FFNs and linear out at the
+# $|\mathcal{P}| = P + 1$ rows only, while $s$ (which feeds K), K and V still run on all
+# T tokens. The layer's `query_positions` [B, P] does this; `Pretrainer(...,
+# heads_only=True)` uses it for the last block, and MLM + NSP pre-training and
+# pre-training distillation run that way.
+
+# %%
+P = runtime.pick(20, 4)                                       # masked positions per sequence
+positions = tf.random.uniform([B, P], maxval=T, dtype=tf.int32, seed=3)    # [B, P]
+y_all, probs_all = block(x, mask)                             # [B, T, H], [B, N, T, T]
+y_rows, probs_rows = block(x, mask, query_positions=positions)  # [B, P, H], [B, N, P, T]
+np.testing.assert_allclose(y_rows.numpy(), tf.gather(y_all, positions, batch_dims=1).numpy(),
+                           rtol=1e-5, atol=1e-5)
+np.testing.assert_allclose(probs_rows.numpy(), tf.gather(probs_all, positions, axis=2,
+                                                         batch_dims=1).numpy(), atol=1e-7)
+print(f"rows at {P} positions: {tuple(y_rows.shape)}, equal to the full block's rows")
+
+queries = 20 + 1                                              # [CLS] + 20 masked, T = 128
+sizes = {"mobilebert": mobilebert, "ibbert_large": teacher,
+         "tiny_student": get_preset("tiny_student"), "tiny_teacher": get_preset("tiny_teacher")}
+pruned = pd.DataFrame({
+    "blocks": [c.num_hidden_layers for c in sizes.values()],
+    "encoder GFLOPs": [anatomy.flops(c) / 1e9 for c in sizes.values()],
+    "last block at 21 rows": [anatomy.heads_only_flops(c, 128, queries) / 1e9
+                              for c in sizes.values()],
+}, index=list(sizes))
+pruned["saved (%)"] = 100 * (1 - pruned["last block at 21 rows"] / pruned["encoder GFLOPs"])
+assert anatomy.heads_only_flops(mobilebert, 128, 128) == anatomy.flops(mobilebert)
+# the saving is part of one block: at most 1/L of the encoder
+assert ((pruned["saved (%)"] > 0) & (pruned["saved (%)"] < 100 / pruned.blocks)).all()
+pruned.round(2)
+
+# %% [markdown]
+# With 24 blocks the saving is a few percent of the encoder's FLOPs; for the 4-block
+# laptop models it is most of one block in four (table above), which is why the
+# distillation benchmark in the README counts it.
+
+# %% [markdown]
 # ## 5. Paper Table 1, rebuilt from the configs
 #
 # The paper's Table 1 (REFERENCE.md §1):
@@ -411,6 +463,9 @@ print(f"BERT_BASE and TINY are within {near:.1f}% of the paper. "
 #   ratio falls into the paper's 0.4–0.6 band with F = 4; with the shared bottleneck
 #   counted as attention it falls below (figure `figures/03_mha_ffn_ratio.png`).
 # * The IB-BERT teacher block (512 → 1024 inside) runs through the same layer.
+# * Each output row of a block depends only on its own query row, so the last block
+#   can run at [CLS] and the masked positions only (`query_positions`, used by
+#   `Pretrainer(..., heads_only=True)`); keys and values still see all T tokens.
 # * Table 1's architecture rows are reproduced exactly from the presets; parameter
 #   counts agree with the built models and sit within a few percent of the paper's,
 #   with the gaps accounted for as far as the paper's text allows.
@@ -429,3 +484,6 @@ print(f"BERT_BASE and TINY are within {near:.1f}% of the paper. "
 #    its ratio fall? (The paper's Table 3 explores such trade-offs.)
 # 4. Using `anatomy.flops_breakdown`, find the sequence length at which the attention's
 #    $T^2$ terms cost more FLOPs than all four FFNs of a MobileBERT block.
+# 5. Progressive transfer of the last layer compares the teacher's and the student's
+#    last-block outputs and attention maps at every token. Which rows would it need,
+#    and why does `DistillationObjective` then switch `heads_only` off for that model?

@@ -50,17 +50,18 @@ NUM_BATCHES = 8
 def step_gflop(teacher_config: MobileBertConfig, student_config: MobileBertConfig, stage,
                seq_length: int, batch_size: int, max_predictions_per_seq: int) -> float:
     """Matmul GFLOP of one training step of `stage` (forward + backward ≈ 3 × forward)."""
-    if stage.use_pd:   # both last blocks run at [CLS] + the P masked positions only
+    if stage.use_pd:
+        # both last blocks at [CLS] + the P masked positions only, then the MLM
+        # heads of both models: transform H×H and output H×V per prediction
         queries = max_predictions_per_seq + 1
+        H, V = student_config.hidden_size, student_config.vocab_size
         per_sequence = (heads_only_flops(teacher_config, seq_length, queries)
-                        + 3 * heads_only_flops(student_config, seq_length, queries))
+                        + 3 * heads_only_flops(student_config, seq_length, queries)
+                        + 4 * 2 * max_predictions_per_seq * (H * H + H * V))
     else:
         layers = max(stage.transfer_layers) + 1
         per_sequence = (flops(teacher_config.replace(num_hidden_layers=layers), seq_length)
                         + 3 * flops(student_config.replace(num_hidden_layers=layers), seq_length))
-    if stage.use_pd:   # MLM heads: transform H×H and output H×V per prediction, both models
-        H, V = student_config.hidden_size, student_config.vocab_size
-        per_sequence += 4 * 2 * max_predictions_per_seq * (H * H + H * V)
     return per_sequence * batch_size / 1e9
 
 
