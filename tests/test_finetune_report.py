@@ -34,6 +34,7 @@ def test_results_table_rows_missing_models_and_the_paper():
     assert table.loc[2, "per seed"] == "70.0, 72.0, 74.0" and table.loc[0, "seeds"] == 3
     assert table.loc[3, "seeds"] == "" and table.loc[3, "encoder params"] == ""
     assert report.mean_std_text(0.5, math.nan) == "50.0"
+    assert report.mean_std_text(0.5, None) == "50.0"            # a record's null
 
 
 def test_aim_needs_all_three_models_and_checks_both_conditions():

@@ -103,3 +103,17 @@ def test_an_optional_step_runs_only_when_named(tmp_path):
     named = run_steps(steps, _ctx(tmp_path), only=["extra"])
     assert calls == ["extra"]                          # its dependency "a" is done: skipped
     assert [(r["step"], r["skipped"]) for r in named] == [("a", True), ("extra", False)]
+
+
+def test_a_nan_in_a_result_is_written_as_null_in_strict_json(tmp_path):
+    def one_seed(ctx, settings):
+        return {"mean": 0.75, "std": float("nan"), "values": [0.75, float("inf")]}
+
+    run_steps([Step("a", "first", one_seed)], _ctx(tmp_path))
+    text = (tmp_path / "a" / "step.json").read_text()
+
+    def refuse(constant):
+        raise ValueError(f"non-standard JSON constant {constant}")
+
+    record = json.loads(text, parse_constant=refuse)
+    assert record["result"] == {"mean": 0.75, "std": None, "values": [0.75, None]}

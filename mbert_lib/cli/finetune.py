@@ -67,6 +67,7 @@ def _grid(args) -> tuple[dict, list[int]]:
 def run(args) -> int:
     import json
 
+    from mbert_lib import strict_json
     from mbert_lib.cli import CommandError
     from mbert_lib.experiment import to_yaml
 
@@ -86,7 +87,8 @@ def run(args) -> int:
         records = run_grid(experiment, args.model_dir, grid,
                            seeds or [experiment.trainer.seed],
                            show_progress=not args.no_progress)
-        print(json.dumps({"task": experiment.task.name, "grid": summarize(records)}, indent=2))
+        print(strict_json.dumps({"task": experiment.task.name, "grid": summarize(records)},
+                                indent=2))
         return 0
 
     from mbert_lib.finetune.trainer import run_finetuning

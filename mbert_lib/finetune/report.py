@@ -21,9 +21,9 @@ from mbert_lib.data.glue import GlueExample
 from mbert_lib.paper import PaperValue
 
 
-def mean_std_text(mean: float, std: float, scale: float = 100.0) -> str:
-    """"83.1 ± 0.4" (std omitted when undefined, i.e. one seed)."""
-    if math.isnan(std):
+def mean_std_text(mean: float, std: float | None, scale: float = 100.0) -> str:
+    """"83.1 ± 0.4" (std omitted when undefined, i.e. one seed: NaN, or null in a record)."""
+    if std is None or math.isnan(std):
         return f"{scale * mean:.1f}"
     return f"{scale * mean:.1f} ± {scale * std:.1f}"
 

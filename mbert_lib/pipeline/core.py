@@ -23,8 +23,10 @@ A step marked `optional` (extra seeds that double a run's length) is left out
 of a full run and runs only when named in `only` (`reproduce --steps`).
 Each record also holds the machine's load average when the step started
 and ended (`os.getloadavg`): timings taken while other work loaded the CPU
-can be told apart. A full disk stops the run with a DiskFullError saying how
-to resume; a failing step appears as "failed" in the summary.
+can be told apart. Records are strict JSON: a number that is not finite (the
+standard deviation of a single seed, NaN in memory) is written as null. A full
+disk stops the run with a DiskFullError saying how to resume; a failing step
+appears as "failed" in the summary.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Sequence
 
-from mbert_lib import atomic
+from mbert_lib import atomic, strict_json
 from mbert_lib.pipeline import checks
 
 RECORD_FILE = "step.json"
@@ -161,7 +163,7 @@ def run_steps(steps: Sequence[Step], ctx: Context, only: Optional[Sequence[str]]
                       "load_average": {"start": load_start, "end": load_average()},
                       "cpu_count": os.cpu_count()}
             atomic.write_text(directory / RECORD_FILE,
-                              json.dumps(record, indent=2, default=str) + "\n")
+                              strict_json.dumps(record, indent=2, default=str) + "\n")
         except BaseException as e:
             records.append({"step": step.name, "title": step.title, "failed": True,
                             "skipped": False, "seconds": round(time.perf_counter() - start, 1)})
