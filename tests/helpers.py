@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import json
 
 import numpy as np
 import pytest
@@ -105,3 +106,10 @@ def zero_initializers():
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(tf_keras.initializers.TruncatedNormal, "__call__", zeros)
         yield
+
+
+def strict_json_loads(text: str):
+    """json.loads that refuses NaN / Infinity, as jq or JavaScript would."""
+    def refuse(constant):
+        raise ValueError(f"non-standard JSON constant {constant}")
+    return json.loads(text, parse_constant=refuse)

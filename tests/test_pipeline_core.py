@@ -5,6 +5,7 @@ import json
 import pytest
 
 from mbert_lib.pipeline.core import Context, PipelineError, Step, read_record, run_steps
+from tests.helpers import strict_json_loads
 
 
 def _steps(calls, fail_on=None):
@@ -110,10 +111,5 @@ def test_a_nan_in_a_result_is_written_as_null_in_strict_json(tmp_path):
         return {"mean": 0.75, "std": float("nan"), "values": [0.75, float("inf")]}
 
     run_steps([Step("a", "first", one_seed)], _ctx(tmp_path))
-    text = (tmp_path / "a" / "step.json").read_text()
-
-    def refuse(constant):
-        raise ValueError(f"non-standard JSON constant {constant}")
-
-    record = json.loads(text, parse_constant=refuse)
+    record = strict_json_loads((tmp_path / "a" / "step.json").read_text())
     assert record["result"] == {"mean": 0.75, "std": None, "values": [0.75, None]}
