@@ -407,10 +407,12 @@ if aim["status"] != "cannot check":
     if "teacher" in PRETRAINING.index:
         print(f"teacher: {int(PRETRAINING.loc['teacher', 'updates'])} updates, held-out MLM "
               f"accuracy {PRETRAINING.loc['teacher', 'held-out MLM acc']:.3f}")
-    s_std, b_std = DONE["pkt"]["std"], DONE["student_scratch"]["std"]
-    pooled = np.sqrt((s_std ** 2 + b_std ** 2) / 2)
-    print(f"lead of pkt over student_scratch: {100 * aim['lead_over_baseline']:.1f} points = "
-          f"{aim['lead_over_baseline'] / pooled:.1f} pooled seed standard deviations")
+    # Pooled seed std: sqrt((s_pkt² + s_scratch²) / 2); undefined (NaN) with one seed.
+    pooled = report.pooled_std([DONE["pkt"]["std"], DONE["student_scratch"]["std"]])
+    lead = aim["lead_over_baseline"]
+    print(f"lead of pkt over student_scratch: {100 * lead:.1f} points "
+          + (f"= {lead / pooled:.1f} pooled seed standard deviations" if np.isfinite(pooled)
+             else "(one seed: no standard deviation to compare it with)"))
     for m, e in DONE.items():
         stuck = [seed for seed, v in zip(e["seeds"], e["values"], strict=True)
                  if v <= MAJORITY + 0.005]
