@@ -91,6 +91,32 @@ def test_pd_and_auxiliary_losses_match_the_losses_module(batch):
     np.testing.assert_allclose(loss, layer_terms + pd, rtol=1e-5)
 
 
+def test_auxiliary_layer_mean_divides_the_layer_wise_sum_by_L(batch):
+    exp, teacher, student, _ = setup("distillation.strategy=auxiliary")
+    (aux,) = plan_stages(exp.distillation, LAYERS)
+    args = (teacher, student, aux, (0, 1, 3), exp.distillation.layer_wise, exp.distillation.pretrain)
+    summed = DistillationObjective(*args).loss(batch, counts(batch), False)
+    averaged = DistillationObjective(*args, layer_mean=True).loss(batch, counts(batch), False)
+    layer_sum = summed[1]["fmt"] + summed[1]["at"]
+    pd = summed[0] - layer_sum
+    np.testing.assert_allclose(averaged[0], layer_sum / LAYERS + pd, rtol=1e-5)
+
+
+def test_student_without_dropout_trains_on_its_inference_forward(batch):
+    exp, teacher, student, plan = setup()
+    student = m.build_pretrainer(exp.student.build_config().replace(
+        hidden_dropout_prob=0.5, attention_probs_dropout_prob=0.5))
+    stage = plan[1]
+    args = (teacher, student, stage, (0, 1, 3), exp.distillation.layer_wise,
+            exp.distillation.pretrain)
+    quiet = DistillationObjective(*args, student_dropout=False)
+    inference = quiet.loss(batch, counts(batch), training=False)[0]
+    np.testing.assert_allclose(quiet.loss(batch, counts(batch), training=True)[0], inference,
+                               rtol=1e-6)
+    noisy = DistillationObjective(*args).loss(batch, counts(batch), training=True)[0]
+    assert not np.isclose(noisy, inference, rtol=1e-3)      # dropout on: another loss
+
+
 def test_teacher_runs_in_inference_mode(batch):
     # A teacher with heavy dropout gives the same loss twice, equal to its inference output.
     exp, teacher, student, plan = setup(teacher_changes={"hidden_dropout_prob": 0.5,

@@ -40,6 +40,45 @@ def test_lower_layers_frozen_or_at_full_rate_by_config():
     assert full[2].rates == {"embedding": 1.0, "block_0": 1.0, "block_1": 1.0, "block_2": 1.0}
 
 
+def test_the_original_codes_layer_wise_rates():
+    """Current layer 3x, the layers below 0.1 x that, embedding (and heads) frozen."""
+    original = {"layer_wise.current_lr_multiplier": 3.0, "layer_wise.train_embedding": "false"}
+    plan = stages("progressive", **original)
+    assert plan[0].rates == {"block_0": 3.0}
+    assert plan[2].rates == pytest.approx({"block_0": 0.3, "block_1": 0.3, "block_2": 3.0})
+    assert set(plan[3].rates.values()) == {1.0}                       # PD: everything at 1x
+    assert stages("joint", **original)[0].rates == {f"block_{i}": 3.0 for i in range(3)}
+    with_embedding = stages("progressive", **{"layer_wise.current_lr_multiplier": 2.0})
+    assert with_embedding[1].rates == pytest.approx({"embedding": 0.2, "block_0": 0.2,
+                                                     "block_1": 2.0})
+
+
+def test_the_paper_scale_yaml_uses_the_original_recipe():
+    exp = load_distill_experiment(EXPERIMENTS / "distill_ibbert_to_mobilebert.yaml")
+    d, lw = exp.distillation, exp.distillation.layer_wise
+    assert (lw.current_lr_multiplier, lw.lower_lr_multiplier, lw.train_embedding) == (3.0, 0.1,
+                                                                                      False)
+    assert lw.learning_rate.warmup_steps == lw.steps // 10
+    assert lw.learning_rate.end == pytest.approx(0.9 * lw.learning_rate.peak)
+    assert lw.learning_rate.power == 0.5
+    assert not d.student_dropout
+
+
+@pytest.mark.parametrize("override,field", [
+    ("layer_wise.current_lr_multiplier=0", "distillation.layer_wise.current_lr_multiplier"),
+    ("layer_wise.lower_lr_multiplier=1.5", "distillation.layer_wise.lower_lr_multiplier"),
+    ("layer_wise.lower_lr_multiplier=-0.1", "distillation.layer_wise.lower_lr_multiplier"),
+    ("layer_wise.steps=0", "distillation.layer_wise.steps"),
+    ("layer_wise.learning_rate.warmup_steps=3",
+     "distillation.layer_wise.learning_rate.warmup_steps"),
+    ("pretrain.learning_rate.warmup_steps=5", "distillation.pretrain.learning_rate.warmup_steps"),
+])
+def test_a_schedule_that_cannot_run_is_refused_naming_the_field(override, field):
+    key, value = override.split("=")
+    with pytest.raises(ValueError, match=field.replace(".", r"\.")):
+        stages("progressive", **{key: value})
+
+
 def test_joint_and_auxiliary_and_equal_budgets():
     progressive = stages("progressive")
     joint = stages("joint")

@@ -9,11 +9,27 @@ section without steps or learning rate (those are per stage), and a
       strategy: progressive | joint | auxiliary | none       (paper Fig. 2, Table 8)
       transfer_teacher_layers: null | [t_0, ..., t_{L_S-1}]  student layer l learns layer t_l
       copy_embeddings: true                                  teacher -> student, by role
-      layer_wise:   steps, learning_rate, use_fmt, use_attention, fmt weights, attention_weight,
-                    lower_lr_multiplier (0 = lower layers frozen; 1 = trained at the full rate)
+      student_dropout: true                                  false: the original code's student
+      auxiliary_layer_mean: false                            true: AKT divides its layer sums by L
+      layer_wise:   steps, learning_rate (per stage: its own warm-up and decay), use_fmt,
+                    use_attention, fmt weights, attention_weight,
+                    current_lr_multiplier (the stage's own layer; the original code: 3),
+                    lower_lr_multiplier (of the current layer's rate; 0 = lower layers frozen),
+                    train_embedding (false: frozen in layer-wise stages, as the original code)
       pretrain:     steps (0 = no PD stage), learning_rate, distill_ground_truth_ratio α,
                     temperature, use_nsp
       joint_steps / auxiliary_steps: null = the same total number of student steps as PKT
+
+The original TF1 code's layer-wise recipe (google-research `mobilebert/`,
+`distill_util.layer_wise_learning_rate` and `get_background_lr`, used by its
+LAMB optimizer) is, in these fields: current_lr_multiplier 3,
+lower_lr_multiplier 0.1, train_embedding false, per stage a linear warm-up
+over the first 10 % of its steps and a decay to 0.9 of the peak with power
+0.5 (learning_rate {warmup_steps: steps / 10, end: 0.9 · peak, power: 0.5}),
+student_dropout false (its `run_pretraining.py` builds the student with
+is_training=False whenever a teacher is present) and, for AKT,
+auxiliary_layer_mean true. `experiments/distill_ibbert_to_mobilebert.yaml`
+uses it.
 
 `load_distill_experiment(path, overrides)` reads, overrides and validates one;
 a teacher/student pair that cannot be distilled (different inter-block widths,
@@ -45,7 +61,10 @@ class LayerWiseSection:
     """The layer-wise transfer stages: FMT + AT (paper section 3.5, eqs. 1-2).
 
     tf-models' defaults: 10k steps per layer at a constant 1.5e-3, FMT weights
-    100 / 5000 / 5, attention weight 1.
+    100 / 5000 / 5, attention weight 1. Rates in a progressive stage, as
+    multiples of `learning_rate`: the stage's own block current_lr_multiplier
+    (c), the blocks below c · lower_lr_multiplier, the embedding the same as
+    the blocks below when train_embedding (else frozen); heads are not trained.
     """
 
     steps: int = 10000
@@ -57,15 +76,22 @@ class LayerWiseSection:
     fmt_mean_weight: float = 5000.0
     fmt_var_weight: float = 5.0
     attention_weight: float = 1.0
+    current_lr_multiplier: float = 1.0
     lower_lr_multiplier: float = 0.1
+    train_embedding: bool = True
 
     def __post_init__(self):
-        check_positive(self, "steps", prefix="distillation.layer_wise")
+        check_positive(self, "steps", "current_lr_multiplier", prefix="distillation.layer_wise")
+        check(self.learning_rate.warmup_steps < self.steps,
+              "distillation.layer_wise.learning_rate.warmup_steps",
+              f"< distillation.layer_wise.steps ({self.steps}): each stage warms up anew",
+              self.learning_rate.warmup_steps)
         for name in ("fmt_mse_weight", "fmt_mean_weight", "fmt_var_weight", "attention_weight"):
             check(getattr(self, name) >= 0, f"distillation.layer_wise.{name}", ">= 0",
                   getattr(self, name))
         check(0.0 <= self.lower_lr_multiplier <= 1.0, "distillation.layer_wise.lower_lr_multiplier",
-              "in [0, 1] (0: lower layers frozen)", self.lower_lr_multiplier)
+              "in [0, 1], a fraction of the current layer's rate (0: lower layers frozen)",
+              self.lower_lr_multiplier)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,6 +114,9 @@ class PretrainDistillSection:
               self.distill_ground_truth_ratio)
         check(self.temperature > 0, "distillation.pretrain.temperature", "> 0",
               self.temperature)
+        check(self.steps == 0 or self.learning_rate.warmup_steps <= self.steps,
+              "distillation.pretrain.learning_rate.warmup_steps",
+              f"<= distillation.pretrain.steps ({self.steps})", self.learning_rate.warmup_steps)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,6 +126,8 @@ class DistillationSection:
     strategy: str = "progressive"
     transfer_teacher_layers: Optional[tuple[int, ...]] = None
     copy_embeddings: bool = True
+    student_dropout: bool = True            # False: the student runs without dropout
+    auxiliary_layer_mean: bool = False      # True: AKT's layer-wise sum divided by L
     layer_wise: LayerWiseSection = dataclasses.field(default_factory=LayerWiseSection)
     pretrain: PretrainDistillSection = dataclasses.field(default_factory=PretrainDistillSection)
     joint_steps: Optional[int] = None       # None: L_S × layer_wise.steps

@@ -6,8 +6,10 @@ For a stage with transferred student layers 𝓛 (teacher layer t_l for l ∈ �
     L = Σ_{l∈𝓛} [ FMT(H^T_{t_l}, H^S_l) + w_AT · AT(A^T_{t_l}, A^S_l) ]     (layer-wise terms)
       + [ α·MLM + (1−α)·KD + NSP ]                                        (PD stage / AKT)
 
-The teacher runs with training=False (no dropout) and only as deep as the
-stage needs; in PD, a model's last block runs only at the positions the heads
+with the layer-wise sum divided by |𝓛| = L when `layer_mean` (the original
+code's AKT). The teacher runs with training=False (no dropout), the student
+with dropout unless `student_dropout` is false (the original code), and
+only as deep as the stage needs; in PD, a model's last block runs only at the positions the heads
 read ([CLS] and the masked positions) unless a layer-wise term reads it
 (`Pretrainer`'s heads_only: the same logits, most of a block's work skipped).
 The teacher's outputs are constants (stop_gradient in the losses), and
@@ -40,11 +42,16 @@ class DistillationObjective:
     """The loss of `stage` between a frozen teacher and a student Pretrainer.
 
     layer_map[l] is the teacher layer of student layer l; `layer_wise` and
-    `pretrain` are the experiment's LayerWiseSection / PretrainDistillSection.
+    `pretrain` are the experiment's LayerWiseSection / PretrainDistillSection;
+    student_dropout / layer_mean as in the module docstring.
     """
 
-    def __init__(self, teacher, student, stage: Stage, layer_map, layer_wise, pretrain):
+    def __init__(self, teacher, student, stage: Stage, layer_map, layer_wise, pretrain,
+                 student_dropout: bool = True, layer_mean: bool = False):
         self.teacher, self.student, self.stage = teacher, student, stage
+        self.student_dropout = student_dropout
+        self.layer_scale = 1.0 / len(stage.transfer_layers) if layer_mean and stage.layer_wise \
+            else 1.0
         self.layer_map = tuple(layer_map)
         self.fmt_weights = FmtWeights(layer_wise.fmt_mse_weight, layer_wise.fmt_mean_weight,
                                       layer_wise.fmt_var_weight)
@@ -66,6 +73,7 @@ class DistillationObjective:
         """(teacher outputs or None, student outputs) for this stage."""
         inputs = model_inputs(batch)
         stage = self.stage
+        training = training and self.student_dropout
         if stage.use_pd:
             student = self.student(inputs, training=training,
                                    heads_only=self._heads_only(self.student, stage.transfer_layers))
@@ -115,9 +123,10 @@ class DistillationObjective:
                                       denominators["tokens"])
             for layer in stage.transfer_layers:
                 if stage.use_fmt:
-                    loss += terms[f"layer_{layer}/fmt"]                          # FMT_l, eq. 1
+                    loss += self.layer_scale * terms[f"layer_{layer}/fmt"]       # FMT_l, eq. 1
                 if stage.use_attention:
-                    loss += self.attention_weight * terms[f"layer_{layer}/at"]   # AT_l, eq. 2
+                    loss += (self.layer_scale * self.attention_weight            # AT_l, eq. 2
+                             * terms[f"layer_{layer}/at"])
             for name in FMT_TERMS + ("at",):
                 metrics[name] = tf.add_n([terms[f"layer_{layer}/{name}"]
                                           for layer in stage.transfer_layers])

@@ -3,14 +3,21 @@
 The paper compares three ways to transfer the teacher's layer-wise knowledge
 (Fig. 2, Table 8; L student layers, t_l the teacher layer of student layer l):
 
-    progressive (PKT)  L stages; stage l minimises FMT_l + AT_l and trains block l,
-                       the blocks below it (and the embedding) at a reduced rate
-                       (lower_lr_multiplier, ×0.1 as the original code; 0 freezes
-                       them, the paper's first description); then PD
-    joint (JKT)        one stage minimising Σ_l (FMT_l + AT_l), all blocks at the full
-                       rate (the embedding at the reduced one); then PD
+    progressive (PKT)  L stages; stage l minimises FMT_l + AT_l and trains block l
+                       at c × the stage's rate (current_lr_multiplier), the blocks
+                       below it at c × lower_lr_multiplier (0 freezes them, the
+                       paper's first description), the embedding like them
+                       (train_embedding) or not at all; then PD
+    joint (JKT)        one stage minimising Σ_l (FMT_l + AT_l), all blocks at c ×
+                       the rate, the embedding at c × lower_lr_multiplier; then PD
     auxiliary (AKT)    one stage minimising Σ_l (FMT_l + AT_l) + PD, everything trained
     none               PD only (the "no layer-wise transfer" rows of Table 9)
+
+The original TF1 code trains the current layer at 3×, the layers below at
+0.1 × that and the embedding and heads not at all in layer-wise stages
+(c = 3, lower_lr_multiplier = 0.1, train_embedding false); the defaults
+(c = 1, lower 0.1, embedding trained) are tf-models-like with the lower
+layers slowed down. See `mbert_lib.distill.experiment` for the whole recipe.
 
 The pre-training distillation (PD) stage trains every student variable.
 The embedding and MLM head start as copies of the teacher's
@@ -73,8 +80,8 @@ class Stage:
         return f"{self.name}: {' + '.join(terms)}{layers}, {self.train_steps} steps"
 
 
-def _lower(rate: float) -> dict:
-    return {} if rate == 0 else {"embedding": rate}
+def _embedding(lw, rate: float) -> dict:
+    return {"embedding": rate} if lw.train_embedding and rate > 0 else {}
 
 
 def _pd_rates(num_layers: int, pretrain) -> dict:
@@ -88,7 +95,8 @@ def _pd_rates(num_layers: int, pretrain) -> dict:
 def plan_stages(distillation, num_layers: int) -> list[Stage]:
     """The stages of `distillation` (a DistillationSection) for a student of `num_layers`."""
     lw, pd = distillation.layer_wise, distillation.pretrain
-    m = lw.lower_lr_multiplier
+    current = lw.current_lr_multiplier
+    lower = current * lw.lower_lr_multiplier
     terms = dict(use_fmt=lw.use_fmt, use_attention=lw.use_attention)
     all_layers = tuple(range(num_layers))
     stages: list[Stage] = []
@@ -100,11 +108,12 @@ def plan_stages(distillation, num_layers: int) -> list[Stage]:
 
     if distillation.strategy == "progressive":
         for layer in all_layers:
-            rates = {**_lower(m), **{f"block_{i}": m for i in range(layer) if m > 0},
-                     f"block_{layer}": FULL}
+            rates = {**_embedding(lw, lower),
+                     **{f"block_{i}": lower for i in range(layer) if lower > 0},
+                     f"block_{layer}": current}
             add(f"layer_{layer}", lw.steps, (layer,), False, lw.learning_rate, rates)
     elif distillation.strategy == "joint":
-        rates = {**_lower(m), **{f"block_{i}": FULL for i in all_layers}}
+        rates = {**_embedding(lw, lower), **{f"block_{i}": current for i in all_layers}}
         add("joint", distillation.joint_steps or num_layers * lw.steps, all_layers, False,
             lw.learning_rate, rates)
     elif distillation.strategy == "auxiliary":

@@ -246,7 +246,11 @@ def run_distillation(experiment: DistillExperiment, teacher_dir: str | os.PathLi
             log(f"{header}: {stage.describe()}; " + (
                 f"resumed from {restored} at step {int(step)}" if restored
                 else f"starting from {previous}"))
-            objective = DistillationObjective(teacher, student, stage, layer_map, lw, pd)
+            objective = DistillationObjective(
+                teacher, student, stage, layer_map, lw, pd,
+                student_dropout=experiment.distillation.student_dropout,
+                layer_mean=experiment.distillation.auxiliary_layer_mean
+                and experiment.distillation.strategy == "auxiliary")
             evaluate = make_evaluator(strategy, objective,
                                       data.eval if trainer.eval_each_stage else None,
                                       trainer.eval_steps)
