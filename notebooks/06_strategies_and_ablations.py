@@ -149,7 +149,10 @@ assert set(seeded["rows"]) == set(ROWS)
 # ## 3. Table 8: AKT vs JKT vs PKT
 #
 # The paper's GLUE dev accuracies (and SQuAD v1.1 F1) beside our held-out metrics, as
-# mean (and std) over the pre-training seeds:
+# mean (and std) over the pre-training seeds. Only the MNLI-m column of the paper's
+# Tables 8 and 9 is confirmed; every other cell is recalled (≈), and Table 8's PKT row has
+# no recalled cell beyond MNLI-m (Table 9's last row is a different run: LayerNorm + gelu,
+# half the PD schedule).
 
 # %%
 def paper_table(table: dict) -> pd.DataFrame:
@@ -157,20 +160,19 @@ def paper_table(table: dict) -> pd.DataFrame:
                          for row, cells in table.items()}).T
 
 
-def glue_mean(cells: dict) -> float:
-    return float(np.mean([cells[t].value for t in paper.TABLE_GLUE_TASKS]))
+def paper_cell(paper_rows: dict, row: str, task: str) -> float:
+    cell = paper_rows.get(row, {}).get(task)
+    return math.nan if cell is None else cell.value
 
 
 def side_by_side(table: str, paper_rows: dict) -> pd.DataFrame:
     ours = runs[runs.table == table].set_index("row")
     frame = ours[["seeds", "mlm_mean", "mlm_std", "ppl_mean", "nsp_mean", "downstream_mean",
                   "downstream_std"]].copy()
-    frame.insert(0, "paper: GLUE dev mean of 4 (≈)",
-                 [glue_mean(paper_rows[r]) if r in paper_rows else math.nan
-                  for r in frame.index])
-    frame.insert(1, "paper: SST-2 dev (≈)",
-                 [paper_rows[r]["SST-2"].value if r in paper_rows else math.nan
-                  for r in frame.index])
+    frame.insert(0, "paper: MNLI-m dev", [paper_cell(paper_rows, r, "MNLI-m")
+                                          for r in frame.index])
+    frame.insert(1, "paper: SST-2 dev (≈)", [paper_cell(paper_rows, r, "SST-2")
+                                             for r in frame.index])
     return frame
 
 
@@ -209,8 +211,8 @@ table9
 t9 = table9["mlm_mean"]
 steps = [("+PD", "no transfer"), ("+PD+FMT", "+PD"), ("+PD+FMT+AT", "+PD+FMT")]
 gains = pd.DataFrame([{"added": f"{new} vs {old}",
-                       "paper (GLUE mean, ≈)": glue_mean(paper.TABLE9[new])
-                       - glue_mean(paper.TABLE9[old]),
+                       "paper (MNLI-m dev, points)": paper.TABLE9[new]["MNLI-m"].value
+                       - paper.TABLE9[old]["MNLI-m"].value,
                        "ours (MLM accuracy, points)": 100 * (t9[new] - t9[old]),
                        "ours (SST-2 dev, points)": 100 * (table9.loc[new, "downstream_mean"]
                                                           - table9.loc[old, "downstream_mean"])}
@@ -267,8 +269,8 @@ assert set(checks["MLM verdict"]) | set(checks["SST-2 verdict"]) <= {
 # %% [markdown]
 # ## 5. The figure: paper vs ours
 #
-# Paper Tables 8 and 9 (left: the paper's GLUE dev mean over the four tasks it reports,
-# ≈) beside ours (right: held-out MLM accuracy, mean ± one standard deviation over the
+# Paper Tables 8 and 9 (left: the paper's MNLI-m dev accuracy, the column confirmed
+# from its tables) beside ours (right: held-out MLM accuracy, mean ± one standard deviation over the
 # pre-training seeds). Dots, each axis zoomed to its own rows: compare orderings and gaps,
 # not levels (the two measures differ).
 
@@ -277,12 +279,12 @@ fig_tables = []
 for title, table, paper_rows in [("Table 8", table8, paper.TABLE8),
                                  ("Table 9", table9, paper.TABLE9)]:
     fig_tables.append((title, pd.DataFrame({
-        "paper": table["paper: GLUE dev mean of 4 (≈)"],
+        "paper": table["paper: MNLI-m dev"],
         "ours": 100 * table["mlm_mean"],
         "ours_err": 100 * table["mlm_std"]})))
 fig = transfer_viz.plot_paper_vs_ours(
     fig_tables, ours_label=f"held-out MLM acc. (%), mean ± std, {int(runs.seeds.min())} seeds",
-    paper_label="≈ GLUE dev mean of MNLI-m/QNLI/MRPC/SST-2 (%)",
+    paper_label="paper MNLI-m dev accuracy (%)",
     path=runtime.figure_path("06_strategies_and_ablations.png"))
 
 # %% [markdown]
@@ -349,8 +351,8 @@ print(f"task {seeded['task']} (source: {seeded['source']}); one fine-tuning run 
 downstream = per_seed.pivot(index="row", columns="seed", values="downstream").mul(100)
 downstream["mean"], downstream["std"] = downstream.mean(axis=1), downstream.std(axis=1)
 paper_rows = {**paper.TABLE8, **paper.TABLE9}
-downstream["paper SST-2 dev (≈)"] = [paper_rows[r]["SST-2"].value if r in paper_rows
-                                    else math.nan for r in downstream.index]
+downstream["paper SST-2 dev (≈)"] = [paper_cell(paper_rows, r, "SST-2")
+                                    for r in downstream.index]
 downstream = downstream.loc[[ROWS[s][1] for s in ROWS]]
 print("ours, by mean dev accuracy:", " > ".join(downstream["mean"].sort_values(
     ascending=False).index))
