@@ -37,7 +37,11 @@ class LayerNorm(tf_keras.layers.LayerNormalization):
         # Always the last axis; a saved config holds Keras' resolved axis, e.g. [2].
         kwargs.pop("axis", None)
         super().__init__(axis=-1, epsilon=epsilon, **kwargs)
-        self._xla_formula = tf.function(_layer_norm, jit_compile=True)   # its own copy
+        # A Python function of its own (TensorFlow warns when many tf.functions of one
+        # Python function trace), traced for any [..., C] shape (XLA still compiles each
+        # shape it meets), so eager calls at many shapes do not retrace either.
+        self._xla_formula = tf.function(lambda *args: _layer_norm(*args), jit_compile=True,
+                                        reduce_retracing=True)
 
     def call(self, inputs):
         dtype = inputs.dtype

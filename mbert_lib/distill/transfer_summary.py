@@ -1,0 +1,124 @@
+"""Did each layer-wise objective do its job? Numbers around every layer's own stage.
+
+For a finished progressive run and a held-out batch (B sequences, T tokens,
+N heads; student layer k learns teacher layer t_k), per layer k:
+
+    at_before / at_after     AT_k = mean KL(A^T_{t_k} ‖ A^S_k) over heads and real query
+                             rows, at the start and at the end of layer k's stage
+    mse_before / mse_after   the plain feature MSE of the paper's eq. (1),
+                             mean over real tokens and H channels of (H^T_{t_k} − H^S_k)²
+    spread_before / _after   the student's per-token std over H (mean over real tokens),
+    spread_teacher           beside the teacher's: FMT should move the first toward it
+    max_prob_after           mean over heads and real query rows of the largest attention
+                             probability after the stage
+    max_prob_uniform         the same statistic of uniform attention over the real keys
+                             (1/n for a row with n real keys)
+
+"Start of stage k" is the student after stage k − 1 (the initial student for k = 0).
+`ablation_at_kl` compares the mean AT KL over all layers of two finished students
+(with and without attention transfer) on the same batch.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Mapping, Optional
+
+import numpy as np
+
+from mbert_lib.distill import analysis
+
+
+def uniform_attention(mask, num_heads: int) -> np.ndarray:
+    """[1, B, N, T, T] attention spread evenly over each row's real keys."""
+    mask = np.asarray(mask, np.float64)                                      # [B, T]
+    rows = mask[:, None, None, :] / mask.sum(-1)[:, None, None, None]        # [B, 1, 1, T]
+    return np.broadcast_to(rows, (mask.shape[0], num_heads, mask.shape[1], mask.shape[1]))[None]
+
+
+def _at_and_mse(teacher_out: dict, student_out: dict, mask, layer_map) -> dict:
+    losses = analysis.transfer_losses(teacher_out, student_out, mask, layer_map)
+    return {"at": losses["at"].to_numpy(), "mse": losses["fmt_paper_mse"].to_numpy(),
+            "spread": analysis.feature_statistics(student_out, mask)["std"].to_numpy()}
+
+
+def layer_summary(teacher_out: dict, snapshots: list[dict], final_out: dict, mask,
+                  layer_map) -> list[dict]:
+    """Per layer k, the numbers of the module docstring.
+
+    snapshots[j]: `analysis.encode` outputs of the student after stage j − 1
+    (snapshots[0] is the initial student), so layer k's stage runs from
+    snapshots[k] to snapshots[k + 1]; final_out: the finished student.
+    """
+    measured = [_at_and_mse(teacher_out, s, mask, layer_map) for s in snapshots]
+    teacher_spread = analysis.feature_statistics(teacher_out, mask)["std"].to_numpy()
+    heads = teacher_out["attention_scores"].shape[2]
+    uniform = float(analysis.attention_sharpness(uniform_attention(mask, heads), mask)[0])
+    rows = []
+    for k, t in enumerate(layer_map):
+        before, after = measured[k], measured[k + 1]
+        sharp = analysis.attention_sharpness(snapshots[k + 1]["attention_scores"], mask)
+        rows.append({"layer": k, "teacher_layer": int(t),
+                     "at_before": float(before["at"][k]), "at_after": float(after["at"][k]),
+                     "mse_before": float(before["mse"][k]), "mse_after": float(after["mse"][k]),
+                     "spread_before": float(before["spread"][k]),
+                     "spread_after": float(after["spread"][k]),
+                     "spread_teacher": float(teacher_spread[t]),
+                     "max_prob_after": float(sharp[k]), "max_prob_uniform": uniform,
+                     "at_final": float(_at_and_mse(teacher_out, final_out, mask,
+                                                   layer_map)["at"][k])})
+    return rows
+
+
+def mean_attention_kl(teacher_out: dict, student_out: dict, mask, layer_map) -> float:
+    """AT KL averaged over the student's layers."""
+    return float(np.mean(analysis.transfer_losses(teacher_out, student_out, mask,
+                                                  layer_map)["at"]))
+
+
+def targets(summary: Mapping) -> dict:
+    """The aims, each True / False: AT and MSE fall by half in the layer's own stage,
+    attention after the stage at least 3x as peaked as uniform, and the no-AT student's
+    final KL at least 2x the AT student's."""
+    layers = summary["layers"]
+    out = {"at_halves": all(r["at_after"] <= 0.5 * r["at_before"] for r in layers),
+           "mse_halves": all(r["mse_after"] <= 0.5 * r["mse_before"] for r in layers),
+           "peaked_3x": all(r["max_prob_after"] >= 3 * r["max_prob_uniform"] for r in layers),
+           "spread_toward_teacher": all(
+               abs(r["spread_after"] - r["spread_teacher"])
+               < abs(r["spread_before"] - r["spread_teacher"]) for r in layers)}
+    ablation = summary.get("ablation_at_kl")
+    if ablation:
+        out["ablation_2x"] = ablation["without_at"] >= 2 * ablation["with_at"]
+    return out
+
+
+def summarize_run(pkt_dir: str | os.PathLike, teacher, batch,
+                  ablation_dir: Optional[str | os.PathLike] = None) -> dict:
+    """{"layers": [...], "ablation_at_kl": {"with_at", "without_at"} (when ablation_dir),
+    "targets": {...}} for the progressive run in `pkt_dir` on a held-out `batch`."""
+    from mbert_lib.checkpoints import load_pretrainer
+    from mbert_lib.distill.trainer import load_stage_student, read_run
+
+    experiment, stages = read_run(pkt_dir)
+    if experiment.distillation.strategy != "progressive":
+        raise ValueError(f"{pkt_dir}: a transfer summary needs a progressive run, this one is "
+                         f"{experiment.distillation.strategy!r}")
+    config = experiment.student.build_config()
+    layer_map = experiment.distillation.transfer_teacher_layers or tuple(
+        range(config.num_hidden_layers))
+    mask = np.asarray(batch["input_mask"])
+    teacher_out = analysis.encode(teacher, batch)
+    layer_stages = [s for s in stages if s.layer_wise]
+    snapshots = [analysis.encode(load_stage_student(pkt_dir, None, config), batch)]
+    snapshots += [analysis.encode(load_stage_student(pkt_dir, s, config), batch)
+                  for s in layer_stages]
+    final = analysis.encode(load_pretrainer(pkt_dir), batch)
+    summary = {"layers": layer_summary(teacher_out, snapshots, final, mask, layer_map)}
+    if ablation_dir is not None:
+        without = analysis.encode(load_pretrainer(ablation_dir), batch)
+        summary["ablation_at_kl"] = {
+            "with_at": mean_attention_kl(teacher_out, final, mask, layer_map),
+            "without_at": mean_attention_kl(teacher_out, without, mask, layer_map)}
+    summary["targets"] = targets(summary)
+    return summary
