@@ -45,13 +45,17 @@ ORIGINAL = {"distillation.layer_wise.current_lr_multiplier": 3.0,
 SETTINGS = {
     "laptop_before": {},
     "original": ORIGINAL,
-    "original_at10": {**ORIGINAL, "distillation.layer_wise.attention_weight": 10.0},
+    # LAMB moves each variable by about lr·‖w‖ per step, so 75 steps at 6e-3 change a
+    # weight by at most ~45%: the current layer's rate, as a multiple of 2e-3.
+    "original_x10": {**ORIGINAL, "distillation.layer_wise.current_lr_multiplier": 10.0},
+    "original_x30": {**ORIGINAL, "distillation.layer_wise.current_lr_multiplier": 30.0},
+    "original_x10_at10": {**ORIGINAL, "distillation.layer_wise.current_lr_multiplier": 10.0,
+                          "distillation.layer_wise.attention_weight": 10.0},
+    "original_x30_at10": {**ORIGINAL, "distillation.layer_wise.current_lr_multiplier": 30.0,
+                          "distillation.layer_wise.attention_weight": 10.0},
     "original_at100": {**ORIGINAL, "distillation.layer_wise.attention_weight": 100.0},
     "original_150": {**ORIGINAL, "distillation.layer_wise.steps": 150,
                      "distillation.layer_wise.learning_rate.warmup_steps": 15},
-    "original_at100_150": {**ORIGINAL, "distillation.layer_wise.attention_weight": 100.0,
-                           "distillation.layer_wise.steps": 150,
-                           "distillation.layer_wise.learning_rate.warmup_steps": 15},
 }
 
 

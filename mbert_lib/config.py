@@ -237,7 +237,7 @@ PRESETS: dict[str, MobileBertConfig] = {
     ),
     # Laptop scale: a teacher/student pair with equal inter-block width H = 128, the
     # shapes `bench distill` times against tf-models (experiments/tf_models_anchor/),
-    # which widens the embedding to E = 64 (issue 4's benchmark problem).
+    # which widens the embedding to E = 64 (the distillation benchmark's problem).
     "tiny_teacher": _TINY_TEACHER,
     "tiny_student": _TINY_TEACHER.replace(
         intermediate_size=128, hidden_act="relu", hidden_dropout_prob=0.0,

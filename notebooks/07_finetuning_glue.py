@@ -30,10 +30,10 @@
 #
 # * **teacher**: the laptop IB-BERT teacher (`tiny_teacher`, MLM + NSP);
 # * **pkt**: the student after progressive knowledge transfer + pre-training distillation;
-# * **student_scratch**: the *same* student pre-trained with MLM + NSP from scratch, no
-#   teacher, for as many updates as the distillation gives the student
-#   (`STUDENT_PRETRAINING_STEPS`, derived from the distillation settings; section 5
-#   checks the records);
+# * **no_transfer**: the *same* student pre-trained with MLM + NSP from scratch by the
+#   distillation trainer with no teacher at all (the "no transfer" row of Table 9), for
+#   as many updates as every distillation row gives the student
+#   (`STUDENT_PRETRAINING_STEPS`; section 5 checks the records);
 # * **bert_baseline**: a plain post-LN BERT (`tiny_bert`) of about the student's size,
 #   pre-trained the same way.
 #
@@ -78,7 +78,7 @@ SETTINGS = ctx.settings["finetune"]
 TASK = get_task(task_name(ctx, SETTINGS))
 NAMES = {"teacher": "teacher (IB-BERT, tiny_teacher)", "pkt": "student, PKT (distilled)",
          "jkt": "student, JKT", "akt": "student, AKT",
-         "student_scratch": "student, no transfer", "bert_baseline": "BERT baseline (tiny_bert)"}
+         "no_transfer": "student, no transfer", "bert_baseline": "BERT baseline (tiny_bert)"}
 print("fast mode" if fast_mode() else "full mode", "| pipeline output:", ctx.out_dir,
       "| data:", ctx.data_dir or "builtin (offline default)")
 print("task:", TASK.name, "-", TASK.description)
@@ -281,8 +281,8 @@ assert np.isclose(metrics.matthews_corrcoef(y_hat, y), (3 * 2 - 1 * 2) / np.sqrt
 # every epoch and keeps the best epoch. Models whose pipeline step has not run
 # are reported, not invented. In a full run of this notebook the step has usually
 # run already (`reproduce --preset laptop`); it is then read, not redone.
-# The two baselines are pre-trained by the steps `student_scratch` and
-# `bert_baseline`.
+# The no-transfer student is the distillation step `no_transfer` (notebook 06's
+# Table 9 row), the BERT baseline the step `bert_baseline`.
 
 # %%
 RESULT = ensure(["finetune"], ctx)["finetune"]
@@ -319,21 +319,17 @@ for model, records in runs.items():
 # records say how many updates of how many sequences each model made, and the
 # held-out MLM / NSP accuracy it reached. (A distillation update also runs the
 # teacher forward, so it costs more wall time than a plain MLM update.)
-# `ablation_no_transfer` (notebook 06) is the student trained by the distillation
-# trainer with no teacher at all, at exactly the distillation's budget; it is
-# listed when it exists, though the `finetune` step does not fine-tune it.
 
 # %%
 budget = STUDENT_PRETRAINING_STEPS["smoke" if fast_mode() else "laptop"]
 print(f"baseline pre-training budget (STUDENT_PRETRAINING_STEPS): {budget} updates each")
-steps_with_records = [m for m in [*DONE, "ablation_no_transfer"]
-                      if read_record(ctx.step_dir(m)) is not None]
+steps_with_records = [m for m in DONE if read_record(ctx.step_dir(m)) is not None]
 PRETRAINING = report.pretraining_summary({m: read_record(ctx.step_dir(m))
                                           for m in steps_with_records})
 display(PRETRAINING)
-if {"pkt", "student_scratch"} <= set(PRETRAINING.index):
-    ratio = PRETRAINING.loc["student_scratch", "sequences"] / PRETRAINING.loc["pkt", "sequences"]
-    print(f"student_scratch saw {ratio:.2f}x the pre-training sequences of pkt")
+if {"pkt", "no_transfer"} <= set(PRETRAINING.index):
+    ratio = PRETRAINING.loc["no_transfer", "sequences"] / PRETRAINING.loc["pkt", "sequences"]
+    print(f"no_transfer saw {ratio:.2f}x the pre-training sequences of pkt")
     assert np.isclose(ratio, 1), "the no-transfer baseline must get the distillation's budget"
 
 # %% [markdown]
@@ -393,24 +389,24 @@ fig = finetune_viz.plot_comparison(
 aim = report.aim_check(RESULT)
 print(aim["text"])
 if aim["status"] != "cannot check":
-    for m in ("teacher", "pkt", "student_scratch", "bert_baseline"):
+    for m in ("teacher", "pkt", "no_transfer", "bert_baseline"):
         if m in DONE:
             e = DONE[m]
             print(f"  {m:16s} {report.mean_std_text(e['mean'], e['std'])} over "
                   f"{len(e['values'])} seed(s), range {100 * min(e['values']):.1f}-"
                   f"{100 * max(e['values']):.1f}")
-    if {"pkt", "student_scratch"} <= set(PRETRAINING.index):
-        p, b = PRETRAINING.loc["pkt"], PRETRAINING.loc["student_scratch"]
+    if {"pkt", "no_transfer"} <= set(PRETRAINING.index):
+        p, b = PRETRAINING.loc["pkt"], PRETRAINING.loc["no_transfer"]
         print(f"pre-training: pkt {int(p['updates'])} updates x {int(p['batch'])} (held-out MLM "
-              f"accuracy {p['held-out MLM acc']:.3f}); student_scratch {int(b['updates'])} x "
+              f"accuracy {p['held-out MLM acc']:.3f}); no_transfer {int(b['updates'])} x "
               f"{int(b['batch'])} (MLM accuracy {b['held-out MLM acc']:.3f})")
     if "teacher" in PRETRAINING.index:
         print(f"teacher: {int(PRETRAINING.loc['teacher', 'updates'])} updates, held-out MLM "
               f"accuracy {PRETRAINING.loc['teacher', 'held-out MLM acc']:.3f}")
-    # Pooled seed std: sqrt((s_pkt² + s_scratch²) / 2); undefined (NaN) with one seed.
-    pooled = report.pooled_std([DONE["pkt"]["std"], DONE["student_scratch"]["std"]])
+    # Pooled seed std: sqrt((s_pkt² + s_none²) / 2); undefined (NaN) with one seed.
+    pooled = report.pooled_std([DONE["pkt"]["std"], DONE["no_transfer"]["std"]])
     lead = aim["lead_over_baseline"]
-    print(f"lead of pkt over student_scratch: {100 * lead:.1f} points "
+    print(f"lead of pkt over no_transfer: {100 * lead:.1f} points "
           + (f"= {lead / pooled:.1f} pooled seed standard deviations" if np.isfinite(pooled)
              else "(one seed: no standard deviation to compare it with)"))
     for m, e in DONE.items():
@@ -433,9 +429,7 @@ if aim["status"] != "cannot check":
 #   (section 5 checks it from the records; a distillation update also runs the
 #   teacher forward, so `pkt` spent more compute per update). Read the lead printed
 #   above in units of the seeds' spread: with three seeds per model, a lead of a few
-#   standard deviations is suggestive, not proof. The Table 9 no-transfer row
-#   `ablation_no_transfer` (same budget, the distillation trainer with no teacher)
-#   is not fine-tuned here.
+#   standard deviations is suggestive, not proof.
 # * *Within 2 points of the teacher.* Check the sign first. If the teacher scores
 #   *below* its own student (the note in the line above), this condition is met
 #   without saying anything about transfer: what the number then measures is that

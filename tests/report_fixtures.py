@@ -8,13 +8,20 @@ import statistics
 from pathlib import Path
 
 FINETUNE_VALUES = {"teacher": [0.84, 0.86, 0.85], "pkt": [0.81, 0.83, 0.86],
-                   "student_scratch": [0.78, 0.80, 0.79], "bert_baseline": [0.77],
+                   "no_transfer": [0.78, 0.80, 0.79], "bert_baseline": [0.77],
                    "jkt": [0.82]}
-PARAMS = {"teacher": 4_000_000, "pkt": 556_160, "student_scratch": 556_160,
+PARAMS = {"teacher": 4_000_000, "pkt": 556_160, "no_transfer": 556_160,
           "bert_baseline": 558_256, "jkt": 556_160}
-DISTILL = {"pkt": 0.3012, "jkt": 0.2950, "akt": 0.2950, "ablation_no_transfer": 0.2001,
-           "ablation_pd": 0.2500, "ablation_pd_fmt": 0.2900, "ablation_fmt_at": 0.1000}
+DISTILL = {"pkt": 0.3012, "jkt": 0.2950, "akt": 0.2950, "no_transfer": 0.2001,
+           "ablation_copy": 0.2300, "ablation_pd": 0.2500, "ablation_pd_fmt": 0.2900, "ablation_fmt_at": 0.1000}
 PREDICTIONS = 12_386
+TRANSFER = {"layers": [{"layer": k, "teacher_layer": k, "at_before": 0.9, "at_after": 0.3,
+                        "mse_before": 2.0, "mse_after": 0.5, "spread_before": 0.2,
+                        "spread_after": 0.8, "spread_teacher": 1.3, "max_prob_after": 0.2,
+                        "max_prob_uniform": 0.02, "at_final": 0.35} for k in range(4)],
+            "ablation_at_kl": {"with_at": 0.35, "without_at": 0.8},
+            "targets": {"at_halves": True, "mse_halves": True, "peaked_3x": True,
+                        "spread_toward_teacher": True, "ablation_2x": True}}
 SECONDS = {"data": 20.0, "teacher": 600.0, "pkt": 300.0, "finetune": 420.0}
 # latency: (model, norm, act, precision, threads) -> (median_ms, min_ms, size_bytes)
 LATENCY = {
@@ -51,7 +58,7 @@ def _write(out: Path, step: str, result: dict, seconds: float = 10.0,
 
 def make_run(out: Path, steps=None) -> Path:
     """Writes the records of `steps` (default: all) under `out`; returns `out`."""
-    everything = ["data", "teacher", *DISTILL, "student_scratch", "bert_baseline", "finetune",
+    everything = ["data", "teacher", *DISTILL, "transfer", "bert_baseline", "finetune",
                   "tflite", "latency"]
     steps = everything if steps is None else steps
     for step in steps:
@@ -79,7 +86,9 @@ def _result(out: Path, step: str) -> dict:
         return {"model_dir": str(out / step), "train_steps": 600, "eval": {
             "mlm_accuracy": DISTILL[step], "perplexity": 100.0, "nsp_accuracy": 0.6,
             "predictions": PREDICTIONS}}
-    if step in ("teacher", "student_scratch", "bert_baseline"):
+    if step == "transfer":
+        return {"path": str(out / "pkt" / "transfer.json"), **TRANSFER}
+    if step in ("teacher", "bert_baseline"):
         return {"model_dir": str(out / step), "eval": {"mlm_accuracy": 0.35, "perplexity": 90.0}}
     if step == "finetune":
         return {"task": "sst2", "source": "local", "models": {

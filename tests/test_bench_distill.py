@@ -44,7 +44,7 @@ def test_bench_distill_cli_writes_three_records(tmp_path, monkeypatch, capsys):
     for r in records:
         assert r["median_step_ms"] > 0 and r["repeats"] == 2
         assert not any("anchor" in k for k in r)   # no constant from another session
-        assert r["embedding_size"] == 64           # issue 4's benchmark problem by default
+        assert r["embedding_size"] == 64           # the benchmark problem against tf-models by default
         assert r["tokens_per_second"] == pytest.approx(4 * 16 * 1e3 / r["median_step_ms"])
         assert r["gflop_per_second"] == pytest.approx(r["gflop_per_step"] * 1e3
                                                       / r["median_step_ms"])

@@ -52,6 +52,12 @@ def test_fmt_terms_match_numpy_over_real_tokens(features):
     np.testing.assert_allclose(out["fmt_var"], var, rtol=1e-5)
     np.testing.assert_allclose(out["fmt"], 2 * mse + 3 * mean + 4 * var, rtol=1e-5)
     np.testing.assert_allclose(out["fmt_paper_mse"], np.mean((t - s) ** 2), rtol=1e-5)
+    with_paper = feature_map_transfer(tf.constant(teacher, tf.float32),
+                                      tf.constant(student, tf.float32), mask,
+                                      FmtWeights(mse=2.0, mean=3.0, var=4.0, paper=5.0),
+                                      epsilon=0.0)
+    np.testing.assert_allclose(with_paper["fmt"],
+                               2 * mse + 3 * mean + 4 * var + 5 * np.mean((t - s) ** 2), rtol=1e-5)
 
 
 def test_fmt_ignores_padding_content(features):

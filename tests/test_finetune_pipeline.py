@@ -59,15 +59,15 @@ def test_the_task_is_sst2_with_data_and_the_offline_task_without(tmp_path):
 def test_both_baselines_get_the_student_budget_and_the_models_are_settings(preset):
     settings = PRESETS[preset]
     budget = steps_finetune.STUDENT_PRETRAINING_STEPS[preset]
-    for step in ("student_scratch", "bert_baseline"):
-        assert settings[step]["overrides"]["trainer.train_steps"] == budget
+    assert settings["bert_baseline"]["overrides"]["trainer.train_steps"] == budget
+    assert settings["no_transfer"]["overrides"]["distillation.pretrain.steps"] == budget
     models = settings["finetune"]["models"]
-    assert {"teacher", "pkt", "student_scratch", "bert_baseline"} <= set(models)
+    assert {"teacher", "pkt", "no_transfer", "bert_baseline"} <= set(models)
     if preset == "laptop":
-        assert all(models[m]["seeds"] >= 3 for m in ("teacher", "pkt", "student_scratch",
+        assert all(models[m]["seeds"] >= 3 for m in ("teacher", "pkt", "no_transfer",
                                                        "bert_baseline"))
     rates = {m: spec["overrides"]["trainer.learning_rate"] for m, spec in models.items()}
-    assert rates["pkt"] == rates["student_scratch"], "one architecture, one learning rate"
+    assert rates["pkt"] == rates["no_transfer"], "one architecture, one learning rate"
     names = [s.name for s in STEPS]
     assert names.index("finetune") > max(names.index(m) for m in models if m in names)
 

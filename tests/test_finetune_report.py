@@ -20,13 +20,13 @@ def entry(values, params=1000):
 RESULT = {"task": "sst2", "source": "local", "models": {
     "teacher": entry([0.80, 0.82, 0.81], 2_000_000),
     "pkt": {"status": "missing", "reason": "no finished step 'pkt'"},
-    "student_scratch": entry([0.70, 0.72, 0.74])}}
+    "no_transfer": entry([0.70, 0.72, 0.74])}}
 
 
 def test_results_table_rows_missing_models_and_the_paper():
     table = report.results_table(RESULT, {"teacher": "Teacher"},
                                  [("paper", 92.8), ("recalled", PaperValue(92.5, "%", True))])
-    assert list(table["step"]) == ["teacher", "pkt", "student_scratch", "paper", "paper"]
+    assert list(table["step"]) == ["teacher", "pkt", "no_transfer", "paper", "paper"]
     column = "dev accuracy (mean ± std)"
     assert list(table[column]) == ["81.0 ± 1.0", "no result: the step has not run",
                                    "72.0 ± 2.0", "92.8", "≈92.5"]
@@ -51,7 +51,7 @@ def test_aim_needs_all_three_models_and_checks_both_conditions():
     far = {**RESULT, "models": {**RESULT["models"], "pkt": entry([0.77, 0.78, 0.79])}}
     assert report.aim_check(far)["status"] == "not met"          # 3 points below the teacher
     below = {**RESULT, "models": {**RESULT["models"], "pkt": entry([0.80]),
-                                  "student_scratch": entry([0.85])}}
+                                  "no_transfer": entry([0.85])}}
     assert report.aim_check(below)["status"] == "not met"        # not above no-transfer
 
 
@@ -77,7 +77,7 @@ def test_length_buckets_and_error_rates():
 
 def test_pretraining_summary_reads_batch_and_length_from_the_model_directory(tmp_path):
     records = {}
-    for step, steps, batch in (("pkt", 600, 32), ("student_scratch", 2000, 16)):
+    for step, steps, batch in (("pkt", 600, 32), ("no_transfer", 2000, 16)):
         model_dir = tmp_path / step
         model_dir.mkdir()
         (model_dir / "experiment.yaml").write_text(
@@ -87,7 +87,7 @@ def test_pretraining_summary_reads_batch_and_length_from_the_model_directory(tmp
             "eval": {"mlm_accuracy": 0.25, "nsp_accuracy": 0.75}}}
     table = report.pretraining_summary(records)
     assert table.loc["pkt", "sequences"] == 600 * 32
-    assert table.loc["student_scratch", "sequences"] == 2000 * 16
+    assert table.loc["no_transfer", "sequences"] == 2000 * 16
     assert table.loc["pkt", "wall s"] == 61 and table.loc["pkt", "held-out MLM acc"] == 0.25
     (tmp_path / "pkt" / "experiment.yaml").write_text("trainer: {}\n")
     with pytest.raises(ValueError, match="pkt.*trainer.batch_size"):

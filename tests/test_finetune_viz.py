@@ -17,12 +17,12 @@ def _entry(values, histories):
 RESULT = {"task": "sst2", "models": {
     "teacher": _entry([0.80, 0.82, 0.81], [[0.78, 0.80], [0.79, 0.82], [0.80, 0.81]]),
     "pkt": {"status": "missing", "reason": "not run"},
-    "student_scratch": _entry([0.70, 0.74], [[0.69, 0.70], [0.71, 0.74]])}}
+    "no_transfer": _entry([0.70, 0.74], [[0.69, 0.70], [0.71, 0.74]])}}
 
 
 def test_comparison_shows_seeds_means_chance_and_paper_inside_the_axes(tmp_path):
     path = tmp_path / "cmp.png"
-    fig = plot_comparison(RESULT, {"teacher": "T", "student_scratch": "S"}, chance=0.509,
+    fig = plot_comparison(RESULT, {"teacher": "T", "no_transfer": "S"}, chance=0.509,
                           paper=("paper", 92.8), path=path)
     left, right = fig.axes
     assert path.stat().st_size > 0
@@ -35,7 +35,7 @@ def test_comparison_shows_seeds_means_chance_and_paper_inside_the_axes(tmp_path)
     np.testing.assert_allclose(curves["S"], [70.0, 72.0])
     assert list(right.get_xticks()) == [1, 2]
     # Models below the majority rate (a collapsed fine-tuning): the chance line stays visible.
-    fig = plot_comparison(RESULT, {"teacher": "T", "student_scratch": "S"}, chance=0.9)
+    fig = plot_comparison(RESULT, {"teacher": "T", "no_transfer": "S"}, chance=0.9)
     assert fig.axes[0].get_ylim()[1] > 90.0
 
 

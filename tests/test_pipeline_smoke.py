@@ -6,9 +6,10 @@ import pytest
 from mbert_lib.cli import main
 from mbert_lib.pipeline.core import read_record
 from mbert_lib.report import load_records, models, section_status
+from tests.helpers import strict_json_loads
 
 SECTIONS = ("Machine", "Data and seeds", "Wall time per step", "Table 1: model sizes",
-            "Table 8", "Table 9", "Fine-tuning", "Table 6", "Table 7", "Latency and size ratios")
+            "Table 8", "Table 9", "Does each transfer objective", "Fine-tuning", "Table 6", "Table 7", "Latency and size ratios")
 
 
 @pytest.mark.slow
@@ -26,6 +27,7 @@ def test_smoke_reproduction_runs_resumes_and_reports(tmp_path, monkeypatch, caps
                  "Fine-tuning"):
         assert next(s for t, s in status.items() if t.startswith(name)) == "ok", status
     assert "builtin_shuffled" in report and "NOT SST-2" in report
+    _transfer_summary(out)
     assert (out / "report" / "report_step_times.png").exists()
     assert main(["reproduce", "--preset", "smoke", "--out", str(out)]) == 0
     second = capsys.readouterr().out
@@ -34,6 +36,18 @@ def test_smoke_reproduction_runs_resumes_and_reports(tmp_path, monkeypatch, caps
     assert summary and all(("skipped (done)" in line) != line.startswith("report ")
                            for line in summary), summary
     _optional_seeds_step(out, capsys)
+
+
+def _transfer_summary(out):
+    """<out>/pkt/transfer.json: strict JSON, one row per student layer, the AT ablation."""
+    summary = strict_json_loads((out / "pkt" / "transfer.json").read_text())
+    assert [r["layer"] for r in summary["layers"]] == [0]          # the smoke student: 1 layer
+    row = summary["layers"][0]
+    assert row["teacher_layer"] == 1 and 0 < row["max_prob_uniform"] < row["max_prob_after"]
+    assert row["at_before"] > 0 and row["mse_before"] > 0
+    assert set(summary["ablation_at_kl"]) == {"with_at", "without_at"}
+    assert all(v > 0 for v in summary["ablation_at_kl"].values())
+    assert read_record(out / "transfer")["result"]["layers"] == summary["layers"]
 
 
 def _optional_seeds_step(out, capsys):
@@ -47,7 +61,7 @@ def _optional_seeds_step(out, capsys):
            if "skipped (done)" not in line]
     assert ran == ["distill_seeds", "report"], ran
     rows = read_record(out / "distill_seeds")["result"]["rows"]
-    assert set(rows) == {"pkt", "jkt", "akt", "ablation_no_transfer", "ablation_pd",
+    assert set(rows) == {"pkt", "jkt", "akt", "no_transfer", "ablation_copy", "ablation_pd",
                          "ablation_pd_fmt", "ablation_fmt_at"}
     for step, entry in rows.items():
         assert entry["seeds"] == [0, 1]

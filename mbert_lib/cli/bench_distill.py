@@ -14,7 +14,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--student", default="tiny_student", help="student preset")
     parser.add_argument("--embedding_size", type=int, default=64,
                         help="token embedding width E of both models (default %(default)s, the "
-                             "benchmark problem of issue 4; the laptop presets use 32)")
+                             "benchmark problem against tf-models; the laptop presets use 32)")
     parser.add_argument("--seq_length", type=int, default=128)
     parser.add_argument("--batch_size", type=int, default=32)
     parser.add_argument("--max_predictions_per_seq", type=int, default=20)

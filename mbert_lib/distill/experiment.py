@@ -75,6 +75,7 @@ class LayerWiseSection:
     fmt_mse_weight: float = 100.0
     fmt_mean_weight: float = 5000.0
     fmt_var_weight: float = 5.0
+    fmt_paper_mse_weight: float = 0.0       # the paper's plain MSE of eq. 1, added
     attention_weight: float = 1.0
     current_lr_multiplier: float = 1.0
     lower_lr_multiplier: float = 0.1
@@ -86,7 +87,8 @@ class LayerWiseSection:
               "distillation.layer_wise.learning_rate.warmup_steps",
               f"< distillation.layer_wise.steps ({self.steps}): each stage warms up anew",
               self.learning_rate.warmup_steps)
-        for name in ("fmt_mse_weight", "fmt_mean_weight", "fmt_var_weight", "attention_weight"):
+        for name in ("fmt_mse_weight", "fmt_mean_weight", "fmt_var_weight", "fmt_paper_mse_weight",
+                     "attention_weight"):
             check(getattr(self, name) >= 0, f"distillation.layer_wise.{name}", ">= 0",
                   getattr(self, name))
         check(0.0 <= self.lower_lr_multiplier <= 1.0, "distillation.layer_wise.lower_lr_multiplier",

@@ -18,7 +18,8 @@ that pull apart the shape, the level and the spread of the features:
 
 with tf-models' weights 100 / 5000 / 5. The paper's plain MSE decomposes
 exactly as (μ^T−μ^S)² + (σ^T−σ^S)² + σ^T σ^S · MSE(LN(H^T), LN(H^S)) per
-token (ε = 0), which `feature_map_transfer` reports as `fmt_paper_mse`.
+token (ε = 0), which `feature_map_transfer` reports as `fmt_paper_mse` and
+adds to the loss with weight w_paper (0 by default, as tf-models).
 
 Attention transfer (AT), layer l, per head a and query token t:
 
@@ -54,11 +55,13 @@ import tensorflow as tf
 
 @dataclasses.dataclass(frozen=True)
 class FmtWeights:
-    """Weights of the three practical FMT terms (tf-models defaults)."""
+    """Weights of the three practical FMT terms (tf-models defaults) and of the paper's
+    plain MSE of eq. 1 (not in tf-models' loss: 0)."""
 
     mse: float = 100.0
     mean: float = 5000.0
     var: float = 5.0
+    paper: float = 0.0
 
 
 def _token_weights(mask, like):
@@ -109,7 +112,7 @@ def feature_map_transfer(teacher, student, mask=None, weights: FmtWeights = FmtW
         "fmt_paper_mse": _masked_mean(tf.reduce_mean(tf.square(teacher - student), -1), w, n),
     }
     terms["fmt"] = (weights.mse * terms["fmt_mse"] + weights.mean * terms["fmt_mean"]
-                    + weights.var * terms["fmt_var"])
+                    + weights.var * terms["fmt_var"] + weights.paper * terms["fmt_paper_mse"])
     return terms
 
 

@@ -54,7 +54,7 @@ class DistillationObjective:
             else 1.0
         self.layer_map = tuple(layer_map)
         self.fmt_weights = FmtWeights(layer_wise.fmt_mse_weight, layer_wise.fmt_mean_weight,
-                                      layer_wise.fmt_var_weight)
+                                      layer_wise.fmt_var_weight, layer_wise.fmt_paper_mse_weight)
         self.attention_weight = layer_wise.attention_weight
         self.pretrain = pretrain
         self._student_metrics = PretrainingObjective(student)

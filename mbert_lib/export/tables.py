@@ -16,7 +16,7 @@ from mbert_lib import paper
 from mbert_lib.bench.tflite_latency import MODELS, TABLE7_GRID, summarize
 from mbert_lib.paper import TABLE7_MS
 
-# This project's targets on its 2-core x86 machine (issue 7; REFERENCE.md section 7):
+# This project's latency targets for a 2-core x86 CPU (docs/reference.md for the paper's):
 # (summary key, comparison, bound, what it is).
 LATENCY_TARGETS = (
     ("model_fp32_ms", "<=", 40.0, "MobileBERT fp32 latency (ms)"),

@@ -67,7 +67,7 @@ def results_table(result: Mapping, names: Mapping[str, str] | None = None,
 
 
 def aim_check(result: Mapping, student: str = "pkt", teacher: str = "teacher",
-              baseline: str = "student_scratch", margin: float = 0.02) -> dict:
+              baseline: str = "no_transfer", margin: float = 0.02) -> dict:
     """Is the distilled student within `margin` of its teacher and above the no-transfer
     student (mean dev metric)? {"status": "met" | "not met" | "cannot check", "text",
     "gap_to_teacher", "lead_over_baseline", "teacher_below_student"}.

@@ -2,14 +2,26 @@
 
     pkt                    the main student: progressive transfer (FMT + AT per layer), then PD
     jkt, akt               paper Table 8: joint and auxiliary transfer, same number of steps
-    ablation_no_transfer   paper Table 9, "bare" row: MLM + NSP only, no teacher at all
-    ablation_pd            Table 9 "+PD": pre-training distillation only
+    no_transfer            paper Table 9, "bare" row: MLM + NSP only, no teacher at all
+                           (the student without transfer everywhere in the project)
+    ablation_copy          not in the paper: no_transfer + the embedding and MLM head
+                           copied from the teacher (what +PD also has)
+    ablation_pd            Table 9 "+PD": ablation_copy + the teacher's MLM distribution
+                           in the loss (pre-training distillation)
     ablation_pd_fmt        Table 9 "+PD+FMT": PKT without attention transfer, then PD
                            (Table 9's "+PD+FMT+AT" row is `pkt` itself)
     ablation_fmt_at        not in the paper: PKT's layer-wise stages without the PD stage
+    transfer               did each objective do its job? <out>/pkt/transfer.json: every
+                           layer's AT KL, eq. 1 MSE and feature spread around its own
+                           stage, its attention sharpness, and the final AT KL of pkt
+                           against ablation_pd_fmt (the same run without AT), on one
+                           held-out batch (`mbert_lib.distill.transfer_summary`)
 
-Every run but ablation_fmt_at makes the same number of student updates (rows
-without layer-wise stages spend them all in PD); each writes a model directory
+Each Table 9 row differs from the one above it in one thing: no_transfer →
+ablation_copy (copy_embeddings) → ablation_pd (α < 1: knowledge distillation) →
+ablation_pd_fmt (layer-wise FMT stages) → pkt (AT in those stages). Every run
+but ablation_fmt_at makes the same number of student updates (rows without
+layer-wise stages spend them all in PD); each writes a model directory
 under runs/<preset>/<step> and records its held-out MLM accuracy,
 perplexity and NSP accuracy (on the held-out split of the pre-training data)
 in its step result. Settings name an experiment yaml and dotted overrides.
@@ -67,9 +79,13 @@ _ROWS = [
      "experiments/distill_tiny_jkt.yaml", {}),
     ("akt", "auxiliary knowledge transfer (FMT + AT + PD in one loss) (Table 8)",
      "experiments/distill_tiny_akt.yaml", {}),
-    ("ablation_no_transfer", "no knowledge transfer: MLM + NSP pre-training only (Table 9)",
+    ("no_transfer", "no knowledge transfer: MLM + NSP pre-training only (Table 9)",
      "experiments/distill_tiny_pkt.yaml",
      {"distillation.strategy": "none", "distillation.copy_embeddings": False,
+      "distillation.pretrain.distill_ground_truth_ratio": 1.0}),
+    ("ablation_copy", "no transfer, but the embedding and MLM head copied from the teacher "
+     "(not in the paper)", "experiments/distill_tiny_pkt.yaml",
+     {"distillation.strategy": "none",
       "distillation.pretrain.distill_ground_truth_ratio": 1.0}),
     ("ablation_pd", "pre-training distillation only (Table 9 +PD)",
      "experiments/distill_tiny_pkt.yaml", {"distillation.strategy": "none"}),
@@ -79,7 +95,33 @@ _ROWS = [
      "experiments/distill_tiny_pkt.yaml", {"distillation.pretrain.steps": 0}),
 ]
 
+TRANSFER_FILE = "transfer.json"
+
+
+def run_transfer(ctx: Context, settings: Mapping[str, Any]) -> dict:
+    from mbert_lib import atomic, strict_json
+    from mbert_lib.checkpoints import load_pretrainer
+    from mbert_lib.data import make_pretraining_dataset
+    from mbert_lib.distill.transfer_summary import summarize_run
+
+    batch = next(iter(make_pretraining_dataset(ctx.result("data")["examples_dir"],
+                                               settings["batch_size"], split="eval")))
+    summary = summarize_run(ctx.step_dir("pkt"), load_pretrainer(ctx.step_dir("teacher")),
+                            batch, ablation_dir=ctx.step_dir("ablation_pd_fmt"))
+    path = ctx.step_dir("pkt") / TRANSFER_FILE
+    atomic.write_text(path, strict_json.dumps(summary, indent=2) + "\n")
+    for row in summary["layers"]:
+        ctx.log(f"transfer: layer {row['layer']}: AT {row['at_before']:.3f} -> "
+                f"{row['at_after']:.3f}, MSE {row['mse_before']:.3f} -> {row['mse_after']:.3f}, "
+                f"max prob {row['max_prob_after'] / row['max_prob_uniform']:.1f}x uniform")
+    ctx.log(f"transfer: aims {summary['targets']}")
+    return {"path": str(path), **summary}
+
+
+ROW_NAMES = tuple(name for name, *_ in _ROWS)
 STEPS = [Step(name, title, _runner(name), ("teacher",)) for name, title, _, _ in _ROWS]
+STEPS.append(Step("transfer", "each layer around its own stage, and the AT ablation",
+                  run_transfer, ("data", "teacher", "pkt", "ablation_pd_fmt")))
 
 
 def _settings(layer_steps: int, pd_steps: int, layers: int, extra: Mapping[str, Any]) -> dict:
@@ -108,13 +150,13 @@ def student_updates(preset: str) -> int:
 
 
 SETTINGS = {
-    "laptop": _settings(**SIZES["laptop"], extra={}),
-    "smoke": _settings(**SIZES["smoke"], extra={
+    "laptop": {**_settings(**SIZES["laptop"], extra={}), "transfer": {"batch_size": 64}},
+    "smoke": {"transfer": {"batch_size": 16}, **_settings(**SIZES["smoke"], extra={
         "teacher.overrides.num_hidden_layers": 2,
         "student.overrides.num_hidden_layers": 1,
         "distillation.transfer_teacher_layers": [1],
         "trainer.batch_size": 16, "trainer.eval_batch_size": 32, "trainer.eval_steps": 2,
         "trainer.eval_each_stage": False, "trainer.checkpoint_interval": 1000,
         "trainer.log_interval": 2,
-        "distillation.pretrain.learning_rate.warmup_steps": 1}),
+        "distillation.pretrain.learning_rate.warmup_steps": 1})},
 }

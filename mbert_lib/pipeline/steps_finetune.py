@@ -1,13 +1,14 @@
 """The baseline and fine-tuning steps of `python -m mbert_lib reproduce`, and their settings.
 
-    student_scratch  the student architecture pre-trained with MLM + NSP from scratch,
-                     no teacher ("without any transfer"), for STUDENT_PRETRAINING_STEPS
-    bert_baseline    a plain BERT of the student's size (preset tiny_bert), same budget
+    bert_baseline    a plain BERT of the student's size (preset tiny_bert), pre-trained
+                     with MLM + NSP for STUDENT_PRETRAINING_STEPS, no teacher
     finetune         every model named in settings["models"] fine-tuned on the task
                      with several seeds: dev metric mean ± std, parameters, time
 
 The models to fine-tune are pipeline steps named in the settings, not in the
-code: a named step that has not run in this pipeline (e.g. `pkt` before the
+code (the student without transfer is the distillation step `no_transfer`: the
+same trainer, data and number of updates as every transfer row): a named step
+that has not run in this pipeline (e.g. `pkt` before the
 distillation steps exist) is skipped with a note in the result, or raises
 when settings["missing"] is "raise".
 
@@ -28,9 +29,9 @@ from mbert_lib.pipeline.steps import load_step_experiment
 from mbert_lib.pipeline.steps_distill import SIZES, student_updates
 from mbert_lib.runtime import REPO_ROOT
 
-# Pre-training steps of the two baselines: the number of student updates of the
-# distillation rows (layer-wise stages + pre-training distillation), so that
-# "without transfer" makes the same number of updates on the same data.
+# Pre-training steps of the BERT baseline: the number of student updates of the
+# distillation rows (layer-wise stages + pre-training distillation), the same
+# number of updates on the same data.
 STUDENT_PRETRAINING_STEPS = {preset: student_updates(preset) for preset in SIZES}
 GLUE_TASK, OFFLINE_TASK = "sst2", "builtin_shuffled"
 # Peak fine-tuning learning rates per architecture: the best SST-2 dev accuracy of
@@ -142,8 +143,6 @@ def run_finetune(ctx: Context, settings: Mapping[str, Any]) -> dict:
 
 
 STEPS = [
-    Step("student_scratch", "the student pre-trained from scratch, no transfer (baseline)",
-         _run_baseline("student_scratch"), ("data",)),
     Step("bert_baseline", "a plain BERT of the student's size, pre-trained (baseline)",
          _run_baseline("bert_baseline"), ("data",)),
     Step("finetune", "fine-tuning every model on the task (SST-2, or the offline task), "
@@ -164,8 +163,6 @@ def _baseline(config_file: str, steps: int, **overrides) -> dict:
 
 SETTINGS = {
     "laptop": {
-        "student_scratch": _baseline("experiments/pretrain_student_scratch.yaml",
-                                     STUDENT_PRETRAINING_STEPS["laptop"]),
         "bert_baseline": _baseline("experiments/pretrain_tiny_bert.yaml",
                                    STUDENT_PRETRAINING_STEPS["laptop"]),
         "finetune": {
@@ -174,18 +171,13 @@ SETTINGS = {
             # pipeline step -> seeds (0, 1, ...) and overrides of the experiment; the
             # distillation steps (and their ablation students) join when they exist.
             "models": {"teacher": _model(3, "teacher"), "pkt": _model(3, "student"),
-                       "student_scratch": _model(3, "student"),
+                       "no_transfer": _model(3, "student"),
                        "bert_baseline": _model(3, "bert"),
                        "jkt": _model(1, "student"), "akt": _model(1, "student")},
             "missing": "skip",
         },
     },
     "smoke": {
-        "student_scratch": _baseline(
-            "experiments/pretrain_student_scratch.yaml", STUDENT_PRETRAINING_STEPS["smoke"],
-            **{"model.overrides.num_hidden_layers": 2, "trainer.batch_size": 16,
-               "trainer.learning_rate.warmup_steps": 2, "trainer.checkpoint_interval": 20,
-               "trainer.eval_interval": 20, "trainer.eval_steps": 2}),
         "bert_baseline": _baseline(
             "experiments/pretrain_tiny_bert.yaml", STUDENT_PRETRAINING_STEPS["smoke"],
             **{"model.overrides.num_hidden_layers": 2, "trainer.batch_size": 16,
@@ -196,7 +188,7 @@ SETTINGS = {
             "overrides": {"task.max_train_examples": 256, "task.max_eval_examples": 128,
                           "task.seq_length": 32, "trainer.epochs": 1},
             "models": {"teacher": _model(2, "teacher"), "pkt": _model(1, "student"),
-                       "student_scratch": _model(1, "student"),
+                       "no_transfer": _model(1, "student"),
                        "bert_baseline": _model(1, "bert")},
             "missing": "skip",
         },

@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from mbert_lib.pipeline.core import Context, Step
-from mbert_lib.pipeline.steps_distill import HEADLINE, load_distill_step_experiment
+from mbert_lib.pipeline.steps_distill import HEADLINE, ROW_NAMES, load_distill_step_experiment
 from mbert_lib.pipeline.steps_distill import SETTINGS as DISTILL_SETTINGS
 from mbert_lib.pipeline.steps_finetune import (
     FINETUNE_LEARNING_RATES,
@@ -109,7 +109,7 @@ STEPS = [Step(NAME, "Tables 8 and 9 with more pre-training seeds (optional: "
 def _settings(preset: str, seeds: list[int]) -> dict:
     finetune = FINETUNE_SETTINGS[preset]["finetune"]
     student = {"overrides": {"trainer.learning_rate": FINETUNE_LEARNING_RATES["student"]}}
-    rows = DISTILL_SETTINGS[preset]
+    rows = {name: DISTILL_SETTINGS[preset][name] for name in ROW_NAMES}
     return {NAME: {
         "seeds": seeds, "rows": dict(rows),
         "finetune": {"config_file": finetune["config_file"], "task": finetune["task"],

@@ -110,8 +110,8 @@ def ratios_section(records: Records) -> str:
              f"{paper.SMALLER_THAN_BERT_BASE}× smaller than BERT_BASE.", _throughput(recs)]
     lines.append(_load_note(records, "latency"))
     if goals.empty:
-        lines.append("Targets of issue 7 (paper-size `mobilebert` vs `bert_base`, 2 threads): "
+        lines.append("The project's latency targets (paper-size `mobilebert` vs `bert_base`, 2 threads): "
                      "not applicable, these records are of other models.")
     else:
-        lines += ["Targets of issue 7 (2 threads):", table(goals)]
+        lines += ["The project's latency targets (2 threads):", table(goals)]
     return "\n\n".join(lines)

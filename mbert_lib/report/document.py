@@ -22,7 +22,7 @@ from mbert_lib.report.records import Records, load_records, result
 
 FIGURES = {"step_times": "report_step_times.png", "finetune": "report_finetune.png"}
 SECTIONS = ("Machine", "Data and seeds", "Wall time", "Table 1", "Table 8", "Table 9",
-            "Fine-tuning", "Table 6", "Table 7", "Latency and size ratios")
+            "Transfer", "Fine-tuning", "Table 6", "Table 7", "Latency and size ratios")
 
 
 def command(preset: str, data_dir: Optional[str], out: Optional[str]) -> str:
@@ -142,6 +142,28 @@ def _transfer(records: Records, frame: Optional[pd.DataFrame], steps: str, findi
         "seeds of the seed-0 student; over the pre-training seeds, one fine-tuning run each)."])
 
 
+def _transfer_mechanism(records: Records) -> str:
+    summary = result(records, "transfer")
+    if summary is None:
+        return not_run("transfer")
+    frame = pd.DataFrame(summary["layers"]).set_index("layer")
+    frame["max prob / uniform"] = frame["max_prob_after"] / frame["max_prob_uniform"]
+    lines = [f"Each PKT student layer around its own stage, on one held-out batch "
+             f"(`{summary['path'].rsplit('/', 2)[-2]}/transfer.json`): attention KL (teacher ‖ "
+             "student), the plain feature MSE of eq. (1), the per-token feature spread, and "
+             "the mean largest attention probability after the stage against uniform "
+             "attention.", table(frame.round(4))]
+    ablation = summary.get("ablation_at_kl")
+    if ablation:
+        lines.append(f"Final attention KL, mean over layers: {ablation['with_at']:.4f} with AT "
+                     f"(pkt), {ablation['without_at']:.4f} without (ablation_pd_fmt), "
+                     f"{ablation['without_at'] / ablation['with_at']:.2f}x.")
+    aims = ", ".join(f"{k} {'met' if v else 'NOT met'}" for k, v in summary["targets"].items())
+    lines.append(f"Aims (AT and MSE at least halved in each stage, attention after it at least "
+                 f"3x uniform, spread toward the teacher's, no-AT KL at least 2x): {aims}.")
+    return "\n\n".join(lines)
+
+
 def _finetune(records: Records, figure: Optional[str]) -> str:
     finetune = result(records, "finetune")
     frame = models.sst2_table(records)
@@ -153,7 +175,7 @@ def _finetune(records: Records, figure: Optional[str]) -> str:
     name = ("GLUE SST-2 dev" if task == "sst2" else
             f"the offline stand-in task `{task}` (NOT SST-2: no GLUE data was given)")
     lines = [f"Task: {name}; source {finetune.get('source')}.", table(frame.round(1)),
-             "Aim (issue 5): " + aim_check(finetune)["text"] + "."]
+             "Aim: " + aim_check(finetune)["text"] + "."]
     if figure:
         lines.append(f"![fine-tuning comparison]({figure})")
     return "\n\n".join(lines)
@@ -176,6 +198,7 @@ def build_markdown(records: Records, machine: Mapping, *, preset: str, budget_mi
                              paper.TABLE8_FINDING),
         "Table 9": _transfer(records, models.table9(records), "ablation_*",
                              paper.TABLE9_FINDING),
+        "Transfer": _transfer_mechanism(records),
         "Fine-tuning": _finetune(records, figures.get("finetune")),
         "Table 6": deployment.table6_section(records),
         "Table 7": deployment.table7_section(records),
@@ -184,6 +207,7 @@ def build_markdown(records: Records, machine: Mapping, *, preset: str, budget_mi
     titles = {"Wall time": "Wall time per step", "Table 1": "Table 1: model sizes",
               "Table 8": "Table 8: knowledge-transfer strategies (AKT, JKT, PKT)",
               "Table 9": "Table 9: which transfer objective helps",
+              "Transfer": "Does each transfer objective do its job?",
               "Fine-tuning": "Fine-tuning: teacher, students, baselines",
               "Table 6": "Table 6: accuracy per TFLite precision",
               "Table 7": "Table 7: NoNorm and relu, latency",

@@ -1,5 +1,5 @@
 """Paper vs reproduced deployment tables: Table 6 (accuracy per TFLite precision), Table 7
-(NoNorm/relu latency grid), the "4.3× smaller, 5.5× faster" ratios and issue 7's targets.
+(NoNorm/relu latency grid), the "4.3× smaller, 5.5× faster" ratios and the project's latency targets.
 
 Inputs: the `tflite` step's result ({"task", "models": {model: {"keras_accuracy",
 "variants": {precision: {"accuracy", "max_abs_logit_diff", "size_bytes", "path"} or
@@ -50,7 +50,7 @@ def _status(precision: str, row: Mapping) -> tuple[str, str]:
 
 def table6(tflite: Mapping) -> pd.DataFrame:
     """`export.tables.table6` in the report's layout: one row per (model, precision) with the
-    Keras accuracy beside it, precisions in PRECISIONS order, and issue 7's target and status.
+    Keras accuracy beside it, precisions in PRECISIONS order, and the project's target and status.
     """
     long = tables.table6(tflite)
     rows = []

@@ -18,7 +18,9 @@ from mbert_lib.report.records import Records, result
 
 # Pipeline step -> the row of paper Table 8 / Table 9 it reproduces.
 TABLE8_ROWS = {"akt": "AKT", "jkt": "JKT", "pkt": "PKT"}
-TABLE9_ROWS = {"ablation_no_transfer": "no transfer", "ablation_pd": "+PD",
+TABLE9_ROWS = {"no_transfer": "no transfer",
+               "ablation_copy": "+copied embedding and MLM head (not in the paper)",
+               "ablation_pd": "+PD",
                "ablation_pd_fmt": "+PD+FMT", "pkt": "+PD+FMT+AT",
                "ablation_fmt_at": "FMT+AT, no PD (not in the paper)"}
 # Fine-tuned model (step) -> what it is, and the paper's SST-2 number beside it.
@@ -26,7 +28,7 @@ SST2_MODELS = {
     "teacher": ("IB-BERT teacher", None),
     "pkt": ("MobileBERT student, PKT",
             ("MobileBERT, GLUE test", paper.PaperValue(paper.GLUE_TEST_MOBILEBERT["SST-2"]))),
-    "student_scratch": ("student, no transfer",
+    "no_transfer": ("student, no transfer",
                         ("no transfer, dev (Table 9)", paper.TABLE9["no transfer"]["SST-2"])),
     "bert_baseline": ("plain BERT of the student's size", None),
     "jkt": ("student, JKT", ("JKT, dev (Table 8)", paper.TABLE8["JKT"]["SST-2"])),
