@@ -37,15 +37,17 @@ class LayerNorm(tf_keras.layers.LayerNormalization):
         # Always the last axis; a saved config holds Keras' resolved axis, e.g. [2].
         kwargs.pop("axis", None)
         super().__init__(axis=-1, epsilon=epsilon, **kwargs)
-        # A Python function of its own (TensorFlow warns when many tf.functions of one
-        # Python function trace), traced for any [..., C] shape (XLA still compiles each
-        # shape it meets), so eager calls at many shapes do not retrace either.
+        # Traced once, for float32 tensors of any shape (XLA still compiles each shape
+        # it meets), as a Python function of its own: TensorFlow warns when one Python
+        # function, or one tf.function, keeps tracing.
         self._xla_formula = tf.function(lambda *args: _layer_norm(*args), jit_compile=True,
-                                        reduce_retracing=True)
+                                        input_signature=[tf.TensorSpec(None, tf.float32)] * 4)
 
     def call(self, inputs):
         dtype = inputs.dtype
         x = tf.cast(inputs, tf.float32) if dtype in (tf.float16, tf.bfloat16) else inputs
-        y = self._xla_formula(x, tf.cast(self.gamma, x.dtype), tf.cast(self.beta, x.dtype),
-                              tf.constant(self.epsilon, x.dtype))
+        formula = self._xla_formula if x.dtype == tf.float32 else _layer_norm   # float64
+        y = formula(x, tf.cast(self.gamma, x.dtype), tf.cast(self.beta, x.dtype),
+                    tf.constant(self.epsilon, x.dtype))
+        y.set_shape(x.shape)                  # the signature's unknown shape, made known
         return tf.cast(y, dtype)
