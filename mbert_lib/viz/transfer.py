@@ -15,31 +15,45 @@ from mbert_lib.viz import style
 
 
 def plot_attention_grid(rows: Sequence[Mapping], tokens: Sequence[str], path=None,
-                        title: Optional[str] = None, cell: float = 3.3):
+                        title: Optional[str] = None, cell: float = 3.3,
+                        difference: Optional[tuple[int, int]] = None):
     """A grid of attention maps: one row per entry of `rows`, one column per map.
 
     rows: [{"label": str, "maps": [(column title, probs [T, T]), ...]}, ...];
-    every row has the same number of maps. Rows are queries, columns keys;
-    one colour scale (0 .. the largest probability shown) for all panels.
+    every row has the same number of maps. Rows are queries, columns keys. Each
+    panel has its own colour scale (0 .. its largest probability) and colour bar,
+    so a nearly uniform map shows its faint structure instead of one flat colour.
+    difference (a, b): one more column, maps[a] − maps[b] on a diverging scale
+    centred at 0 (red: a attends more, blue: b attends more).
     """
     style.apply()
-    n_rows, n_cols = len(rows), len(rows[0]["maps"])
-    vmax = max(float(np.max(m)) for r in rows for _, m in r["maps"])
-    fig, axes = plt.subplots(n_rows, n_cols, figsize=(cell * n_cols + 1.2, cell * n_rows + 0.6),
+    n_rows = len(rows)
+    n_cols = len(rows[0]["maps"]) + (difference is not None)
+    fig, axes = plt.subplots(n_rows, n_cols, figsize=(cell * 1.25 * n_cols, cell * n_rows + 0.8),
                              squeeze=False)
     labels = list(tokens)
     for i, row in enumerate(rows):
-        for j, (column, probs) in enumerate(row["maps"]):
+        panels = [(column, np.asarray(probs), "viridis") for column, probs in row["maps"]]
+        if difference is not None:
+            (name_a, a), (name_b, b) = row["maps"][difference[0]], row["maps"][difference[1]]
+            panels.append((f"{name_a.splitlines()[0]} − {name_b.splitlines()[0]}",
+                           np.asarray(a) - np.asarray(b), "RdBu_r"))
+        for j, (column, values, cmap) in enumerate(panels):
             ax = axes[i, j]
-            sns.heatmap(np.asarray(probs), ax=ax, cmap="viridis", vmin=0.0, vmax=vmax,
-                        cbar=False, square=True, xticklabels=labels if i == n_rows - 1 else [],
+            if cmap == "RdBu_r":
+                bound = max(float(np.max(np.abs(values))), 1e-9)
+                vmin, vmax = -bound, bound
+            else:
+                vmin, vmax = 0.0, max(float(np.max(values)), 1e-9)
+            sns.heatmap(values, ax=ax, cmap=cmap, vmin=vmin, vmax=vmax, square=True,
+                        cbar_kws={"shrink": 0.75}, xticklabels=labels if i == n_rows - 1 else [],
                         yticklabels=labels if j == 0 else [])
             ax.set_title(column, fontsize=11)
-            ax.tick_params(axis="both", labelsize=7, length=0)
+            ax.tick_params(axis="both", labelsize=9, length=0)
+            if i == n_rows - 1:
+                ax.set_xlabel("key", fontsize=10)
             if j == 0:
-                ax.set_ylabel(row["label"], fontsize=12)
-    fig.colorbar(plt.cm.ScalarMappable(norm=plt.Normalize(0, vmax), cmap="viridis"),
-                 ax=axes, shrink=0.6, label="attention probability")
+                ax.set_ylabel(f"{row['label']}\nquery", fontsize=11)
     if title:
         fig.suptitle(title, fontsize=15)
     style.save(fig, path)
