@@ -37,17 +37,28 @@ class LayerNorm(tf_keras.layers.LayerNormalization):
         # Always the last axis; a saved config holds Keras' resolved axis, e.g. [2].
         kwargs.pop("axis", None)
         super().__init__(axis=-1, epsilon=epsilon, **kwargs)
-        # Traced once, for float32 tensors of any shape (XLA still compiles each shape
-        # it meets), as a Python function of its own: TensorFlow warns when one Python
-        # function, or one tf.function, keeps tracing.
-        self._xla_formula = tf.function(lambda *args: _layer_norm(*args), jit_compile=True,
-                                        input_signature=[tf.TensorSpec(None, tf.float32)] * 4)
+        self._xla_formula = None
+
+    def build(self, input_shape):
+        super().build(input_shape)
+        # Traced once, for float32 inputs of this rank and any size (XLA still compiles
+        # each shape it meets), as a Python function of its own: TensorFlow warns when one
+        # Python function, or one tf.function, keeps tracing. Known ranks and widths keep
+        # the gradients' shapes known.
+        rank, width = len(input_shape), int(input_shape[-1])
+        self._xla_formula = tf.function(
+            lambda *args: _layer_norm(*args), jit_compile=True,
+            input_signature=[tf.TensorSpec([None] * rank, tf.float32),
+                             tf.TensorSpec([width], tf.float32),
+                             tf.TensorSpec([width], tf.float32), tf.TensorSpec([], tf.float32)])
 
     def call(self, inputs):
         dtype = inputs.dtype
         x = tf.cast(inputs, tf.float32) if dtype in (tf.float16, tf.bfloat16) else inputs
-        formula = self._xla_formula if x.dtype == tf.float32 else _layer_norm   # float64
+        signature = self._xla_formula.input_signature[0] if self._xla_formula else None
+        fits = signature is not None and x.shape.rank == signature.shape.rank
+        formula = self._xla_formula if fits and x.dtype == tf.float32 else _layer_norm
         y = formula(x, tf.cast(self.gamma, x.dtype), tf.cast(self.beta, x.dtype),
                     tf.constant(self.epsilon, x.dtype))
-        y.set_shape(x.shape)                  # the signature's unknown shape, made known
+        y.set_shape(x.shape)                  # the signature's unknown sizes, made known
         return tf.cast(y, dtype)
