@@ -66,3 +66,17 @@ def test_uniform_attention_rows_sum_to_one_over_real_keys():
     np.testing.assert_allclose(u.sum(-1), 1.0)
     assert np.all(u[:, :, :, ~MASK[0].astype(bool)][0] == 0)
     assert u.shape == (B, N, T, T)
+
+
+def test_the_ablation_kl_is_finite_when_a_student_probability_underflows_to_zero():
+    student = {k: v.copy() for k, v in RANDOM.items()}
+    expected = np.mean([numpy_kl(TEACHER["attention_scores"][k], RANDOM["attention_scores"][k],
+                                 MASK) for k in range(2)])
+    got = transfer_summary.mean_attention_kl(TEACHER, student, MASK, (0, 1))
+    assert got == pytest.approx(expected, rel=1e-5)                 # no zero: the exact KL
+    student["attention_scores"][0][0, 0, 0, 0] = 0.0                 # one real key underflows
+    with np.errstate(divide="ignore"):
+        assert np.isinf(numpy_kl(TEACHER["attention_scores"][0], student["attention_scores"][0],
+                                 MASK))
+    floored = transfer_summary.mean_attention_kl(TEACHER, student, MASK, (0, 1))
+    assert np.isfinite(floored) and floored > got
