@@ -270,7 +270,7 @@ print("saved", runtime.figure_path("03_mha_ffn_ratio.png"))
 # builds every projection from the width of its own input, so the same
 # `MobileBertTransformer` runs it unchanged. (Hugging Face's MobileBERT cannot: its
 # query/key projections expect the intra-block width, 1024, while the input is 512 wide
-# when `key_query_shared_bottleneck` is false; see REFERENCE.md §6.)
+# when `key_query_shared_bottleneck` is false; see docs/reference.md.)
 
 # %%
 teacher = get_preset("ibbert_large")
@@ -342,7 +342,7 @@ pruned.round(2)
 # %% [markdown]
 # ## 5. Paper Table 1, rebuilt from the configs
 #
-# The paper's Table 1 (REFERENCE.md §1):
+# The paper's Table 1 (docs/reference.md):
 #
 # | | BERT_BASE | IB-BERT_LARGE | MobileBERT | MobileBERT_TINY |
 # |---|---|---|---|---|

@@ -77,7 +77,7 @@ print("fast mode" if fast_mode() else "full mode", "| TensorFlow", tf.__version_
 #
 # Every converter in `mbert_lib.convert` goes through one table,
 # `convert.name_map(config)`: one row per weight, keyed by the name in the
-# released TF1 checkpoint (REFERENCE.md §3), with
+# released TF1 checkpoint (docs/reference.md), with
 #
 # * the **Keras path** in mbert_lib's `Pretrainer`, which is also the key in
 #   mbert_lib's TF2 checkpoint (`tf.train.Checkpoint` keys are attribute paths),
@@ -98,7 +98,7 @@ display(table[~is_other_layer].reset_index(drop=True))
 
 # %% [markdown]
 # How many weights, of which kind, and how many numbers. The encoder count is
-# the one tf-models' MobileBERT encoder reports (REFERENCE.md §1); the paper's
+# the one tf-models' MobileBERT encoder reports (docs/reference.md); the paper's
 # Table 1 prints 25.3M for the whole model without saying which weights it
 # counts, so we show it beside ours rather than claiming a match. Most of the
 # gap to our "with heads" total is the MLM head's `extra_output_weights`
@@ -258,7 +258,7 @@ display(pd.DataFrame(listed[:6], columns=["TF1 name", "shape"]))
 # (`python -m mbert_lib convert tf1 --bert_config_file … --tf1_checkpoint_path … --tf2_checkpoint_path …`,
 # the flags of tf-models' converter). It renames, reshapes per head, keeps
 # the MLM **and** NSP heads (tf-models' converter drops NSP and, as shipped on
-# PyPI, crashes with `NameError: tf_keras`; REFERENCE.md §6), and lists what
+# PyPI, crashes with `NameError: tf_keras`; docs/reference.md), and lists what
 # it skipped.
 
 # %%
@@ -428,7 +428,7 @@ print("mlm sub-object:", {k: tuple(mlm[k].shape) for k in ("mlm_logits", "nsp_lo
 #
 # Not run here (no internet on this machine); the converters were tested only
 # on stand-ins with the released names and shapes. If a real file differs
-# from REFERENCE.md §3 in any name or shape, the converter stops and lists
+# from docs/reference.md in any name or shape, the converter stops and lists
 # every difference instead of guessing.
 #
 # ```bash

@@ -2,7 +2,7 @@
 
 Written from the paper and the released TF1 code's variable layout, not from
 mbert_lib: weights come as a dict keyed by the released checkpoints' TF1
-names (REFERENCE.md section 3) with TF1's 2-D [in, out] kernels, so the same
+names (docs/reference.md) with TF1's 2-D [in, out] kernels, so the same
 reference checks the Keras layers (via `tf1_arrays_from_encoder` in the
 tests) and the checkpoint converters.
 """

@@ -8,7 +8,7 @@ import pytest
 from mbert_lib.config import PRESETS, MobileBertConfig, get_preset
 from mbert_lib.models import BertEncoder
 
-# uncased_L-24_H-128_B-512_A-4_F-4_OPT/bert_config.json, as released (REFERENCE.md §1).
+# uncased_L-24_H-128_B-512_A-4_F-4_OPT/bert_config.json, as released (docs/reference.md).
 RELEASED_MOBILEBERT = """{
   "attention_probs_dropout_prob": 0.1,
   "hidden_act": "relu",

@@ -1,4 +1,4 @@
-"""The name map: against the released names (REFERENCE.md section 3), the built Keras model,
+"""The name map: against the released names (docs/reference.md), the built Keras model,
 the test-side Keras -> TF1 walker, and transformers' own TF1 -> PyTorch naming rule."""
 
 import numpy as np
@@ -14,7 +14,7 @@ from tests.keras_to_tf1 import tf1_arrays_from_pretrainer as walker_arrays
 MOBILEBERT = get_preset("mobilebert")
 L0 = "bert/encoder/layer_0"
 
-# Released uncased_L-24_H-128_B-512_A-4_F-4_OPT names and shapes (REFERENCE.md section 3).
+# Released uncased_L-24_H-128_B-512_A-4_F-4_OPT names and shapes (docs/reference.md).
 RELEASED = {
     "bert/embeddings/word_embeddings": (30522, 128),
     "bert/embeddings/embedding_transformation/kernel": (384, 512),
@@ -60,7 +60,7 @@ def test_released_names_and_shapes():
 
 
 def test_encoder_parameter_count_matches_tf_models():
-    """REFERENCE.md section 1: tf-models' MobileBERT encoder has 24,581,888 weights."""
+    """docs/reference.md: tf-models' MobileBERT encoder has 24,581,888 weights."""
     count = sum(int(np.prod(e.tf1_shape)) for e in name_map(MOBILEBERT, include_heads=False))
     assert count == 24_581_888
 

@@ -1,6 +1,6 @@
 """Parameter counts: a closed form written from the architecture vs the built models.
 
-The targets are the counts of the tf-models implementation (REFERENCE.md §1):
+The targets are the counts of the tf-models implementation (docs/reference.md):
 MobileBERT encoder 24,581,888; MobileBERT_TINY 15,485,696; BERT_BASE 109,482,240
 (109,492,992 with tf-models' default type_vocab_size = 16); IB-BERT_LARGE
 294,205,184 without its pooler, 294,467,840 with it.

@@ -12,8 +12,8 @@ Reported per variant: median step time, steps/s, tokens/s (B·T per step), and
 the step's matmul GFLOP (`mbert_lib.anatomy.flops`: teacher forward + 3 × student
 forward for forward + backward; in PD the MLM heads, and both last blocks at
 [CLS] + the masked positions only, `heads_only_flops`) with the GFLOP/s
-achieved. REFERENCE.md section 7 gives numpy's SGEMM at ≈158 GFLOP/s on the 2
-cores; TensorFlow's oneDNN kernels go higher (the steps reach ~170–200).
+achieved. For scale: numpy's SGEMM measured about 158 GFLOP/s on a 2-core
+AVX-512 x86 CPU; TensorFlow's oneDNN kernels go higher (the steps reach ~170–200).
 
 The variants feed on NUM_BATCHES synthetic batches built once and cycled, so a
 timed step does not include making its batch (the tf-models anchor,

@@ -1,7 +1,7 @@
 """The name map: one row per weight, under its three names (TF1, Keras, Hugging Face).
 
 Every converter in this package goes through this table, keyed by the names
-of the released TF1 checkpoints (REFERENCE.md section 3):
+of the released TF1 checkpoints (docs/reference.md lists the sources):
 
     TF1 name                                   e.g. bert/encoder/layer_0/attention/self/query/kernel
     Keras path in `Pretrainer`                 e.g. encoder/blocks/0/attention/query/kernel

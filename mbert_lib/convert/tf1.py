@@ -3,7 +3,7 @@
     python -m mbert_lib convert tf1 --bert_config_file F --tf1_checkpoint_path P \\
         --tf2_checkpoint_path OUT [--use_model_prefix]
 
-Unlike tf-models' converter (REFERENCE.md section 6), this one keeps the NSP
+Unlike tf-models' converter (which drops it), this one keeps the NSP
 head, checks every name and shape before writing, and writes nothing on failure.
 """
 

@@ -19,7 +19,7 @@ from mbert_lib.bench.tflite_latency import TABLE7_GRID
 from mbert_lib.export import tables
 
 PRECISIONS = ("fp32", "dynamic_int8", "float16", "int8")
-# Issue 7's accuracy targets per precision: (what, test on |Δ accuracy| in points and
+# The project's accuracy targets per precision: (what, test on |Δ accuracy| in points and
 # max |Δlogit|); None = report only.
 ACCURACY_TARGETS = {
     "fp32": ("= Keras (max |Δlogit| ≤ 1e-4)", lambda d_acc, d_logit: d_logit <= 1e-4),
@@ -27,7 +27,7 @@ ACCURACY_TARGETS = {
     "float16": ("within 1 point of Keras", lambda d_acc, d_logit: abs(d_acc) <= 1.0),
     "int8": None,
 }
-# Issue 7's latency bounds on this 2-core machine (one definition: export.tables).
+# The project's latency bounds for a 2-core CPU (one definition: export.tables).
 _BOUNDS = {key: bound for key, _, bound, _ in tables.LATENCY_TARGETS}
 FP32_2THREAD_MS_TARGET = _BOUNDS["model_fp32_ms"]
 FP32_LATENCY_RATIO_TARGET = _BOUNDS["latency_ratio_fp32"]
@@ -126,7 +126,7 @@ def ratios(records: Sequence[Mapping]) -> pd.DataFrame:
 
 def targets(ratio_frame: pd.DataFrame, tflite: Optional[Mapping] = None,
             accuracy_model: str = "pkt") -> pd.DataFrame:
-    """Issue 7's four targets on the paper-size pair (mobilebert vs bert_base) at 2 threads;
+    """The project's four targets on the paper-size pair (mobilebert vs bert_base) at 2 threads;
     the fastest variant's SST-2 accuracy from `tflite` (`accuracy_model`) beside it."""
     rows = []
     pair = ratio_frame[(ratio_frame.model == TARGET_MODELS[0])

@@ -9,7 +9,7 @@
 Mixed precision is tf_keras' global dtype policy: "bfloat16" computes in
 bfloat16 with float32 variables ("mixed_bfloat16"); losses are computed in
 float32 by the objectives. float16 is not offered: it needs loss scaling and
-users report NaNs with MobileBERT's large NoNorm activations (REFERENCE.md §6).
+users report NaNs with MobileBERT's large NoNorm activations in float16.
 """
 
 from __future__ import annotations
