@@ -23,14 +23,12 @@ import os
 import time
 from pathlib import Path
 
-import numpy as np
-
 from mbert_lib import atomic
 from mbert_lib.bench.hardware import cpu_info, describe
 from mbert_lib.checkpoints import load_pretrainer
 from mbert_lib.data import make_pretraining_dataset
-from mbert_lib.distill import analysis, transfer_summary
-from mbert_lib.distill.trainer import load_stage_student, read_run, run_distillation
+from mbert_lib.distill import transfer_summary
+from mbert_lib.distill.trainer import run_distillation
 from mbert_lib.pipeline import PipelineError, make_context
 from mbert_lib.pipeline.steps_distill import load_distill_step_experiment
 from mbert_lib.runtime import REPO_ROOT
@@ -46,17 +44,13 @@ SETTINGS = {
     "laptop_before": {},
     "original": ORIGINAL,
     # LAMB moves each variable by about lr·‖w‖ per step, so 75 steps at 6e-3 change a
-    # weight by at most ~45%: the current layer's rate, as a multiple of 2e-3.
+    # weight by at most e^0.45 ≈ 1.6x: the current layer's rate, as a multiple of 2e-3.
     "original_x10": {**ORIGINAL, "distillation.layer_wise.current_lr_multiplier": 10.0},
     "original_x30": {**ORIGINAL, "distillation.layer_wise.current_lr_multiplier": 30.0},
-    "original_x10_at10": {**ORIGINAL, "distillation.layer_wise.current_lr_multiplier": 10.0,
-                          "distillation.layer_wise.attention_weight": 10.0},
     "original_x30_at10": {**ORIGINAL, "distillation.layer_wise.current_lr_multiplier": 30.0,
                           "distillation.layer_wise.attention_weight": 10.0},
     # The tf-models FMT terms leave the feature scale almost free (variance term ×5):
     # add the paper's plain eq. 1 MSE, which the targets measure.
-    "original_x10_paper": {**ORIGINAL, "distillation.layer_wise.current_lr_multiplier": 10.0,
-                           "distillation.layer_wise.fmt_paper_mse_weight": 100.0},
     "original_x30_paper": {**ORIGINAL, "distillation.layer_wise.current_lr_multiplier": 30.0,
                            "distillation.layer_wise.fmt_paper_mse_weight": 100.0},
     "original_x30_paper_at10": {**ORIGINAL, "distillation.layer_wise.current_lr_multiplier": 30.0,
@@ -66,12 +60,6 @@ SETTINGS = {
                                  "distillation.layer_wise.current_lr_multiplier": 30.0,
                                  "distillation.layer_wise.fmt_paper_mse_weight": 100.0,
                                  "distillation.layer_wise.attention_weight": 100.0},
-    "original_x50_paper_at10": {**ORIGINAL, "distillation.layer_wise.current_lr_multiplier": 50.0,
-                                "distillation.layer_wise.fmt_paper_mse_weight": 100.0,
-                                "distillation.layer_wise.attention_weight": 10.0},
-    "original_at100": {**ORIGINAL, "distillation.layer_wise.attention_weight": 100.0},
-    "original_150": {**ORIGINAL, "distillation.layer_wise.steps": 150,
-                     "distillation.layer_wise.learning_rate.warmup_steps": 15},
 }
 
 
@@ -92,17 +80,11 @@ def run_setting(ctx, name: str, overrides: dict, out: Path) -> dict:
     teacher = load_pretrainer(ctx.step_dir("teacher"))
     batch = next(iter(make_pretraining_dataset(ctx.result("data")["examples_dir"], 64,
                                                split="eval")))
-    _, stages = read_run(model_dir)
-    config = experiment.student.build_config()
-    snapshots = [analysis.encode(load_stage_student(model_dir, None, config), batch)]
-    snapshots += [analysis.encode(load_stage_student(model_dir, s, config), batch)
-                  for s in stages if s.layer_wise]
-    layers = transfer_summary.layer_summary(
-        analysis.encode(teacher, batch), snapshots, snapshots[-1],
-        np.asarray(batch["input_mask"]), range(config.num_hidden_layers))
+    summary = transfer_summary.summarize_run(model_dir, teacher, batch)
+    layers = summary["layers"]
     record = {"setting": name, "overrides": overrides, "seconds": round(seconds, 1),
               "hardware": describe(cpu_info()), "layers": layers,
-              "targets": transfer_summary.targets({"layers": layers})}
+              "targets": summary["targets"]}
     atomic.write_text(path, json.dumps(record, indent=2) + "\n")
     return record
 
