@@ -128,6 +128,25 @@ def test_layer_norm_under_mixed_bfloat16_matches_keras():
                                rtol=1e-2, atol=1e-2)
 
 
+def test_many_layer_norms_called_eagerly_trace_once_each_without_a_retracing_warning():
+    """A model with ≥ 5 LayerNorms, run eagerly (building a model, loading a checkpoint):
+    each layer's XLA function is traced once, and TensorFlow, which counts traces per
+    code object, sees no function that keeps retracing."""
+    import logging
+
+    messages = []
+    handler = logging.Handler()
+    handler.emit = lambda record: messages.append(record.getMessage())
+    tf.get_logger().addHandler(handler)
+    try:
+        x = tf.random.normal([2, 3, 8])
+        layers = [LayerNorm() for _ in range(8)]
+        for layer in layers:
+            x = layer(x)
+    finally:
+        tf.get_logger().removeHandler(handler)
+    assert [layer._xla_formula.experimental_get_tracing_count() for layer in layers] == [1] * 8
+    assert not [m for m in messages if "retracing" in m], messages
 # --------------------------------------------------------------------- Dense
 @pytest.mark.parametrize("activation", [None, "relu", tf.nn.gelu])
 def test_dense_matches_keras_dense_on_rank_3_inputs(activation):

@@ -20,6 +20,8 @@ off by 4e-4, hidden states by 0.2). `tests/test_export_tflite.py` exports a
 teacher whose LayerNorms all differ and compares it with Keras.
 """
 
+import functools
+
 import tensorflow as tf
 import tf_keras
 
@@ -42,12 +44,13 @@ class LayerNorm(tf_keras.layers.LayerNormalization):
     def build(self, input_shape):
         super().build(input_shape)
         # Traced once, for float32 inputs of this rank and any size (XLA still compiles
-        # each shape it meets), as a Python function of its own: TensorFlow warns when one
-        # Python function, or one tf.function, keeps tracing. Known ranks and widths keep
-        # the gradients' shapes known.
+        # each shape it meets). TensorFlow counts traces per code object and warns about
+        # "retracing" after five: a lambda or closure would share one code object across
+        # every LayerNorm; a partial has none, so each layer is counted on its own. Known
+        # ranks and widths keep the gradients' shapes known.
         rank, width = len(input_shape), int(input_shape[-1])
         self._xla_formula = tf.function(
-            lambda *args: _layer_norm(*args), jit_compile=True,
+            functools.partial(_layer_norm), jit_compile=True,
             input_signature=[tf.TensorSpec([None] * rank, tf.float32),
                              tf.TensorSpec([width], tf.float32),
                              tf.TensorSpec([width], tf.float32), tf.TensorSpec([], tf.float32)])
