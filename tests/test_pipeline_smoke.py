@@ -51,7 +51,7 @@ def _transfer_summary(out):
 
 
 def _optional_seeds_step(out, capsys):
-    """`--steps distill_seeds,report`: every transfer row again with seed 1, nothing else
+    """`--steps distill_seeds,report`: every row of Tables 8 and 9 again with seed 1, nothing else
     re-run; seed 0 is the row's own step; the report's Tables 8/9 average over both."""
     assert not (out / "distill_seeds").exists()           # a full run leaves it out
     assert main(["reproduce", "--preset", "smoke", "--out", str(out),
@@ -62,7 +62,7 @@ def _optional_seeds_step(out, capsys):
     assert ran == ["distill_seeds", "report"], ran
     rows = read_record(out / "distill_seeds")["result"]["rows"]
     assert set(rows) == {"pkt", "jkt", "akt", "no_transfer", "ablation_copy", "ablation_pd",
-                         "ablation_pd_fmt", "ablation_fmt_at"}
+                         "ablation_pd_fmt"}
     for step, entry in rows.items():
         assert entry["seeds"] == [0, 1]
         assert entry["eval"][0] == {k: v for k, v in read_record(out / step)["result"]["eval"]

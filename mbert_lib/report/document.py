@@ -16,13 +16,13 @@ from typing import Mapping, Optional, Sequence
 import pandas as pd
 
 from mbert_lib import atomic, paper
-from mbert_lib.report import deployment, models, run
+from mbert_lib.report import deployment, findings, models, run
 from mbert_lib.report.markdown import not_run, table
 from mbert_lib.report.records import Records, load_records, result
 
 FIGURES = {"step_times": "report_step_times.png", "finetune": "report_finetune.png"}
 SECTIONS = ("Machine", "Data and seeds", "Wall time", "Table 1", "Table 8", "Table 9",
-            "Transfer", "Fine-tuning", "Table 6", "Table 7", "Latency and size ratios")
+            "Findings", "Transfer", "Fine-tuning", "Table 6", "Table 7", "Latency and size ratios")
 
 
 def command(preset: str, data_dir: Optional[str], out: Optional[str]) -> str:
@@ -142,6 +142,22 @@ def _transfer(records: Records, frame: Optional[pd.DataFrame], steps: str, findi
         "seeds of the seed-0 student; over the pre-training seeds, one fine-tuning run each)."])
 
 
+def _findings(records: Records) -> str:
+    seeds = result(records, "distill_seeds")
+    frame = findings.findings_table((seeds or {}).get("rows", {}))
+    if frame is None:
+        return not_run("distill_seeds (optional: `--steps distill_seeds,report`)")
+    n = sorted({len(e["seeds"]) for e in seeds["rows"].values()})
+    return "\n\n".join([
+        f"Each paper finding as differences of row means over {'/'.join(map(str, n))} "
+        "pre-training seeds (`mbert_lib/report/findings.py`): ours in percentage points "
+        "with its standard error; a comparison is *shown* when it is more than twice its "
+        "standard error above zero, and a finding is reproduced when all of its comparisons "
+        "are. Our +PD is compared with the row above it (no transfer with the copied "
+        "embedding and MLM head), so each gain is that of one change; the paper's column "
+        "compares its own rows.", table(frame.round(2))])
+
+
 def _transfer_mechanism(records: Records) -> str:
     summary = result(records, "transfer")
     if summary is None:
@@ -201,6 +217,7 @@ def build_markdown(records: Records, machine: Mapping, *, preset: str, budget_mi
                              paper.TABLE8_FINDING),
         "Table 9": _transfer(records, models.table9(records), "ablation_*",
                              paper.TABLE9_FINDING),
+        "Findings": _findings(records),
         "Transfer": _transfer_mechanism(records),
         "Fine-tuning": _finetune(records, figures.get("finetune")),
         "Table 6": deployment.table6_section(records),
@@ -210,6 +227,7 @@ def build_markdown(records: Records, machine: Mapping, *, preset: str, budget_mi
     titles = {"Wall time": "Wall time per step", "Table 1": "Table 1: model sizes",
               "Table 8": "Table 8: knowledge-transfer strategies (AKT, JKT, PKT)",
               "Table 9": "Table 9: which transfer objective helps",
+              "Findings": "Tables 8 and 9: the paper's findings over pre-training seeds",
               "Transfer": "Does each transfer objective do its job?",
               "Fine-tuning": "Fine-tuning: teacher, students, baselines",
               "Table 6": "Table 6: accuracy per TFLite precision",
