@@ -6,6 +6,10 @@ import os as _os
 _os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 _os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+from mbert_lib.quiet_start import import_tensorflow as _import_tensorflow  # noqa: E402
+
+_import_tensorflow()
+
 from mbert_lib.config import PRESETS, MobileBertConfig, get_preset  # noqa: E402
 from mbert_lib.models import (  # noqa: E402
     BertEncoder,

@@ -13,6 +13,8 @@ is missing.
 
 from __future__ import annotations
 
+import os
+
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -41,7 +43,13 @@ def make_context(preset: str = "laptop", out_dir: Optional[str] = None,
                    show_progress=show_progress)
 
 
-def notebook_context(log=print) -> Context:
+def repo_relative_print(message: str) -> None:
+    """print(), with paths inside the repository written relative to it (a notebook's
+    outputs name no directory of the machine that ran it)."""
+    print(str(message).replace(f"{REPO_ROOT}{os.sep}", ""))
+
+
+def notebook_context(log=repo_relative_print) -> Context:
     """The context a notebook uses: `laptop` under runs/laptop in a full run (real data
     when MBERT_DATA_DIR is set), `smoke` in a scratch directory in fast mode, so a
     test run never touches the full run's artifacts."""
