@@ -99,16 +99,22 @@ def test_layer_losses_plot_draws_one_line_per_layer_with_the_frame_values(tmp_pa
     np.testing.assert_allclose(lines[0].get_ydata(), frame.loc[0].values * 10)
 
 
-def test_paper_vs_ours_plots_each_value_and_keeps_error_bars_in_view(tmp_path):
-    frame = pd.DataFrame({"paper": [88.0, np.nan, 88.85], "ours": [40.1, 41.0, 40.5],
-                          "ours_err": [0.4, 0.4, 0.4]}, index=["AKT", "JKT", "PKT"])
-    fig = transfer_viz.plot_paper_vs_ours([("Table 8", frame)], "ours", "paper",
-                                          tmp_path / "t8.png")
-    left, right = fig.axes[:2]
-    np.testing.assert_allclose(right.get_lines()[0].get_xdata(), frame["ours"])
-    lo, hi = right.get_xlim()
-    assert lo < 40.1 - 0.4 and hi > 41.0 + 0.4
-    assert [t.get_text() for t in left.get_yticklabels()] == ["AKT", "JKT", "PKT"]
+def test_paper_vs_ours_plots_differences_from_the_first_row_on_one_scale(tmp_path):
+    frame = pd.DataFrame({"paper": [83.0, 83.5, 83.9], "mlm": [40.1, 41.0, 40.5],
+                          "mlm_err": [0.4, 0.4, 0.4], "sst2": [80.0, np.nan, 82.0]},
+                         index=["AKT", "JKT", "PKT"])
+    fig = transfer_viz.plot_paper_vs_ours(
+        [("Table 8", frame)], [("paper", "paper MNLI-m"), ("mlm", "ours MLM"),
+                               ("sst2", "ours SST-2")], tmp_path / "t8.png")
+    paper_ax, mlm_ax, sst2_ax = fig.axes[:3]
+    np.testing.assert_allclose(mlm_ax.get_lines()[1].get_xdata(), [0.0, 0.9, 0.4], atol=1e-9)
+    np.testing.assert_allclose(paper_ax.get_lines()[1].get_xdata(), [0.0, 0.5, 0.9], atol=1e-9)
+    assert paper_ax.get_xlim() == mlm_ax.get_xlim() == sst2_ax.get_xlim()   # one scale
+    lo, hi = mlm_ax.get_xlim()
+    assert lo < -0.4 and hi > 0.9 + 0.4                                      # error bars in view
+    assert [t.get_text() for t in paper_ax.get_yticklabels()] == ["AKT", "JKT", "PKT"]
+    assert "minus AKT (points)" in sst2_ax.get_xlabel()
+    assert (tmp_path / "t8.png").stat().st_size > 0
 
 
 def test_weight_norms_read_each_blocks_variable_and_name_missing_ones():

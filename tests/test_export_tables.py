@@ -72,7 +72,8 @@ def test_table6_rows_and_error_rows():
     assert df.loc["int8", "Δ vs Keras (points)"] == pytest.approx(-5.0)
     assert df.loc["int8", "× smaller than fp32"] == pytest.approx(4.0)
     assert "tf.Erf" in df.loc["float16", "error"]
-    tflite_viz.plot_table6(result)     # draws an error variant without failing
+    fig = tflite_viz.plot_table6(result)     # draws an error variant without failing
+    assert fig.axes[0].get_ylim()[0] == 0                # accuracy bars start at zero
 
 
 def test_figures_draw_from_records(tmp_path):

@@ -114,13 +114,3 @@ def test_agreement_counts_shared_errors_against_the_reference():
     assert table.loc["scratch", "agrees with teacher"] == pytest.approx(2 / 6, abs=1e-3)
     with pytest.raises(ValueError, match="'pkt'.*one per dev example"):
         report.agreement({**predicted, "pkt": np.zeros(5)}, labels, "teacher")
-
-
-def test_pooled_std_is_the_root_mean_square_and_undefined_for_one_seed():
-    a, b = [0.70, 0.72, 0.74], [0.60, 0.65, 0.61]
-    stds = [np.std(a, ddof=1), np.std(b, ddof=1)]
-    pooled_variance = (np.var(a, ddof=1) * 2 + np.var(b, ddof=1) * 2) / 4   # equal seeds
-    assert np.isclose(report.pooled_std(stds), np.sqrt(pooled_variance))
-    assert math.isnan(report.pooled_std([stds[0], None]))       # a one-seed record's null
-    assert math.isnan(report.pooled_std([math.nan, stds[1]]))
-    assert math.isnan(report.pooled_std([]))

@@ -29,16 +29,6 @@ def mean_std_text(mean: float, std: float | None, scale: float = 100.0) -> str:
     return f"{scale * mean:.1f} ± {scale * std:.1f}"
 
 
-def pooled_std(stds: Sequence[float | None]) -> float:
-    """sqrt(mean of the squared stds): the spread of equally many seeds per model, pooled.
-
-    NaN when any std is undefined (one seed: NaN in memory, null in a record).
-    """
-    if not stds or any(s is None or math.isnan(s) for s in stds):
-        return math.nan
-    return math.sqrt(sum(s * s for s in stds) / len(stds))
-
-
 def results_table(result: Mapping, names: Mapping[str, str] | None = None,
                   paper_rows: Sequence[tuple[str, float]] = ()) -> pd.DataFrame:
     """One row per model (in the order of the result), then the paper's rows.

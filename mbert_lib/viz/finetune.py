@@ -60,10 +60,9 @@ def plot_comparison(result: Mapping, names: Mapping[str, str], chance: float,
         left.text(len(models) - 0.55, y + 0.4, label, ha="right", va="bottom", color=color,
                   bbox={"facecolor": "white", "alpha": 0.85, "edgecolor": "none", "pad": 1})
     left.set_xticks(range(len(models)), [names[m] for m in models], rotation=15, ha="right")
-    low = min([100 * chance] + [100 * min(done[m]["values"]) for m in models])
     high = max([100 * chance, paper[1] if paper else 0]
                + [100 * max(done[m]["values"]) for m in models])
-    left.set_ylim(low - 5, high + 4)
+    left.set_ylim(0, min(100.0, high + 6))                   # bars start at zero
     left.set(ylabel=f"dev {metric} (%)", title=f"{result['task']}: dev {metric}, "
              "dots = seeds, bar = mean ± std")
     right.set(xlabel="epoch", ylabel=f"dev {metric} (%)", title="after each epoch (mean of seeds)")

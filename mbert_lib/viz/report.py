@@ -61,9 +61,8 @@ def plot_finetune_bars(finetune: dict, labels: dict, paper_line: Optional[tuple[
     if paper_line is not None:
         ax.axhline(paper_line[1], color=style.PAPER, ls="--", lw=2, label=paper_line[0])
         ax.legend(loc="lower right")
-    low = min([100 * min(e["values"]) for _, e in done] + [paper_line[1] if paper_line else 100])
     high = max([100 * max(e["values"]) for _, e in done] + [paper_line[1] if paper_line else 0])
-    ax.set_ylim(max(0.0, low - 8), min(100.0, high + 5))
+    ax.set_ylim(0.0, min(100.0, high + 5))                   # bars start at zero
     ax.set_xticks(range(len(done)), [labels.get(m, m) for m, _ in done], rotation=15, ha="right")
     metric = done[0][1].get("metric", "metric") if done else "metric"
     ax.set(ylabel=f"dev {metric} (%)",

@@ -45,7 +45,7 @@ def plot_table6(result: Mapping, names: Optional[Mapping[str, str]] = None, path
                  label="Keras model")
     labels = [(names or {}).get(m, m) for m in models]
     left.set_xticks(x, labels)
-    left.set_ylim(max(0, min(keras) - 25), 112)
+    left.set_ylim(0, 112)                                    # bars start at zero
     left.set_ylabel(f"{result['task']} dev accuracy (%)")
     left.set_title(f"Accuracy through the LiteRT interpreter (T = {result['seq_length']})\n"
                    f"paper Table 6: 8-bit, {paper.QUANTIZATION_COMPRESSION:g}× smaller, "

@@ -150,40 +150,41 @@ def plot_feature_statistics(stats: Mapping[str, pd.DataFrame], path=None,
     return fig
 
 
-def plot_paper_vs_ours(tables: Sequence[tuple[str, pd.DataFrame]], ours_label: str,
-                       paper_label: str, path=None):
-    """For each (title, frame) a pair of dot panels: the paper's metric and ours per row.
+def plot_paper_vs_ours(tables: Sequence[tuple[str, pd.DataFrame]],
+                       panels: Sequence[tuple[str, str]], path=None):
+    """One row of panels per paper table: each row's value minus the table's first row's,
+    in points, for every panel (the paper's metric, then ours), all panels of a table on
+    one shared x-axis, so a gap of 0.2 points looks like 0.2 points in every panel.
 
-    frame: index = row names, columns "paper" (may be NaN), "ours", "ours_err" (optional,
-    drawn as ±err bars). Dots, not bars: each axis is zoomed to its own rows' range (a
-    bar would suggest a zero it does not show).
+    tables: (title, frame); frame index = the table's rows (the first is the reference),
+    one column per panel key with values in %, optionally "<key>_err" (± err bars, e.g.
+    the seed std of that row). panels: (key, x-axis label), e.g. ("paper", "paper:
+    MNLI-m dev"). NaN values are left out.
     """
     style.apply()
-    fig, axes = plt.subplots(len(tables), 2, figsize=(13, 1.0 + 0.85 * max(
-        len(f) for _, f in tables) * len(tables) + 0.8 * len(tables)), squeeze=False)
-    for (title, frame), (left, right) in zip(tables, axes):
+    rows = max(len(f) for _, f in tables)
+    fig, axes = plt.subplots(len(tables), len(panels), sharex="row", squeeze=False,
+                             figsize=(4.6 * len(panels), 1.6 + (0.55 * rows + 1.3) * len(tables)))
+    for (title, frame), row_axes in zip(tables, axes):
         y = np.arange(len(frame))
-        for ax, column, color in ((left, "paper", style.PAPER), (right, "ours", style.OURS)):
-            values = frame[column].to_numpy(float)
-            err = (frame[f"{column}_err"].to_numpy(float) if f"{column}_err" in frame
-                   else np.zeros_like(values))
-            ax.errorbar(values, y, xerr=err, fmt="o", ms=10, color=color, capsize=5, lw=2)
-            finite = np.isfinite(values)
-            if finite.any():
-                lo = float(np.min((values - err)[finite]))
-                hi = float(np.max((values + err)[finite]))
-                pad = max((hi - lo) * 0.25, 1e-2 * max(abs(hi), 1))
-                ax.set_xlim(lo - pad, hi + pad)
-            for yi, v in zip(y, values):
-                if np.isfinite(v):
-                    ax.annotate(f"{v:.4g}", (v, yi), textcoords="offset points",
-                                xytext=(0, 9), ha="center", fontsize=12)
+        reference = frame.index[0]
+        for ax, (key, label) in zip(row_axes, panels):
+            values = frame[key].to_numpy(float)
+            delta = values - values[0]
+            err = frame[f"{key}_err"].to_numpy(float) if f"{key}_err" in frame else None
+            color = style.PAPER if key == "paper" else style.OURS
+            ax.axvline(0, color=style.GREY, lw=1)
+            ax.errorbar(delta, y, xerr=err, fmt="o", ms=9, color=color, capsize=4, lw=2)
+            for yi, d in zip(y, delta):
+                if np.isfinite(d):
+                    ax.annotate(f"{d:+.2f}", (d, yi), textcoords="offset points",
+                                xytext=(0, 8), ha="center", fontsize=11)
             ax.set_yticks(y)
-            ax.set_yticklabels(frame.index if ax is left else [])
-            ax.set_ylim(len(frame) - 0.4, -0.6)
+            ax.set_yticklabels(frame.index if ax is row_axes[0] else [])
+            ax.set_ylim(len(frame) - 0.4, -0.7)
+            ax.set_xlabel(f"{label}\nminus {reference} (points)")
             ax.grid(axis="x", alpha=0.3)
-        left.set_title(f"{title}: paper, {paper_label}", fontsize=13)
-        right.set_title(f"{title}: ours, {ours_label}", fontsize=13)
+        row_axes[0].set_title(title, loc="left", fontsize=14, fontweight="bold")
     fig.tight_layout()
     style.save(fig, path)
     return fig

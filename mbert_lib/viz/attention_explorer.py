@@ -1,0 +1,298 @@
+"""An attention explorer: one sentence, one layer, one head, one snapshot of the student.
+
+Shapes: T real tokens of the sentence ([CLS] … [SEP]), N heads, L student layers.
+Student layer l learns teacher layer t_l (`layer_map`). For the choice made, the view
+holds the teacher's attention probabilities A^T [T, T] (layer t_l), the student's A^S
+[T, T] (layer l), the KL(A^T ‖ A^S) of every query row [T], and one KL per student layer
+[L] (mean over heads and query rows). Rows are queries, columns keys; padding is cut off.
+
+Three layers of API, each usable alone:
+
+    attention_view(teacher, student, tokenizer, sentence, layer, head) -> dict  (numbers)
+    draw(view) -> matplotlib Figure                                            (static)
+    AttentionExplorer(teacher, snapshots, tokenizer).update(...) -> (view, Figure)
+    explore(explorer) -> ipywidgets box in a Jupyter kernel, else the static Figure
+
+The student's probabilities are floored at `transfer_summary.KL_FLOOR` inside the KL:
+a float32 softmax can round one to exactly 0 (the laptop no-AT student does), which
+would make the exact KL infinite.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Mapping, Optional, Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import seaborn as sns
+import tensorflow as tf
+
+from mbert_lib.distill import analysis
+from mbert_lib.distill.transfer_summary import KL_FLOOR
+from mbert_lib.viz import style
+
+TICK_SIZE = 9                                    # points; token labels stay legible
+
+
+def _config(model):
+    return getattr(model, "encoder", model).config
+
+
+def encode_sentence(tokenizer, sentence: str, seq_length: Optional[int] = None
+                    ) -> tuple[list[str], dict]:
+    """([CLS] tokens … [SEP], a batch of one example), padded with [PAD] to seq_length.
+
+    The batch holds input_word_ids / input_mask / input_type_ids, int32 [1, S] with S =
+    seq_length or T.
+    """
+    if not sentence or not sentence.strip():
+        raise ValueError("sentence is empty: type a few words")
+    ids = [tokenizer.cls_id] + tokenizer.encode(sentence) + [tokenizer.sep_id]
+    if len(ids) == 2:
+        raise ValueError(f"sentence {sentence!r} has no tokens after normalisation")
+    if seq_length is not None and len(ids) > seq_length:
+        raise ValueError(f"sentence has {len(ids)} tokens with [CLS] and [SEP]; at most "
+                         f"{seq_length} fit (seq_length)")
+    length = seq_length or len(ids)
+    pad = length - len(ids)
+    batch = {"input_word_ids": tf.constant([ids + [tokenizer.pad_id] * pad], tf.int32),
+             "input_mask": tf.constant([[1] * len(ids) + [0] * pad], tf.int32),
+             "input_type_ids": tf.zeros([1, length], tf.int32)}
+    return [tokenizer.vocab[i] for i in ids], batch
+
+
+def row_kl(p, q) -> np.ndarray:
+    """KL(p ‖ max(q, KL_FLOOR)) = Σ_keys p log(p / q) per row: [..., T, T] -> [..., T]."""
+    p, q = np.asarray(p, np.float64), np.maximum(np.asarray(q, np.float64), KL_FLOOR)
+    return (p * (np.log(np.where(p > 0, p, 1.0)) - np.log(q))).sum(-1)
+
+
+def _check_index(name: str, value: int, count: int, what: str) -> None:
+    if not 0 <= value < count:
+        raise ValueError(f"{name} must be in 0..{count - 1} ({what}), got {value}")
+
+
+def attention_view(teacher, student, tokenizer, sentence: str, layer: int, head: int,
+                   layer_map: Optional[Sequence[int]] = None,
+                   seq_length: Optional[int] = None) -> dict:
+    """The numbers behind one explorer view (numpy, padding removed).
+
+    teacher / student: Pretrainers or encoders with equal head counts; layer: student
+    layer l, compared with teacher layer layer_map[l] (default l). Returns tokens
+    (list of T str), teacher_probs / student_probs [T, T], row_kl [T], layer_kl [L],
+    and layer, teacher_layer, head.
+    """
+    layers, heads = _config(student).num_hidden_layers, _config(student).num_attention_heads
+    layer_map = tuple(range(layers)) if layer_map is None else tuple(layer_map)
+    _check_index("layer", layer, layers, f"the student has {layers} layers")
+    _check_index("head", head, heads, f"{heads} attention heads")
+    tokens, batch = encode_sentence(tokenizer, sentence, seq_length)
+    real = np.asarray(batch["input_mask"][0], bool)                          # [S]
+    t_probs = analysis.encode(teacher, batch)["attention_scores"][:, 0]       # [L_T, N, S, S]
+    s_probs = analysis.encode(student, batch)["attention_scores"][:, 0]       # [L, N, S, S]
+    t_probs = t_probs[np.array(layer_map)][:, :, real][..., real]             # [L, N, T, T]
+    s_probs = s_probs[:, :, real][..., real]
+    kl = row_kl(t_probs, s_probs)                                            # [L, N, T]
+    return {"tokens": tokens, "teacher_probs": t_probs[layer, head],
+            "student_probs": s_probs[layer, head], "row_kl": kl[layer, head],
+            "layer_kl": kl.mean((1, 2)), "layer": layer, "teacher_layer": layer_map[layer],
+            "head": head}
+
+
+def _heatmap(ax, values, tokens, diverging: bool) -> None:
+    """One map on its own colour scale (0 .. max, or ±max|·| centred at 0) with a colour bar."""
+    if diverging:
+        bound = max(float(np.abs(values).max()), 1e-9)
+        limits, cmap = (-bound, bound), "RdBu_r"
+    else:
+        limits, cmap = (0.0, max(float(values.max()), 1e-9)), "viridis"
+    sns.heatmap(values, ax=ax, cmap=cmap, vmin=limits[0], vmax=limits[1], square=True,
+                xticklabels=tokens, yticklabels=tokens, cbar_kws={"shrink": 0.7})
+    ax.tick_params(axis="both", labelsize=TICK_SIZE, length=0)
+    ax.set_xlabel("key", fontsize=11)
+    ax.set_ylabel("query", fontsize=11)
+
+
+def draw(view: Mapping, title: Optional[str] = None, path=None):
+    """The view as one figure: teacher, student and teacher − student maps (a colour bar
+    each), the KL of each query row beside them, the per-layer KL below."""
+    style.apply()
+    tokens, t = list(view["tokens"]), len(view["tokens"])
+    side = max(3.4, 0.2 * t)                                  # inches per map: ≥ 9 pt labels
+    fig = plt.figure(figsize=(3.9 * side + 0.6 * side, side + 3.2), layout="constrained")
+    grid = fig.add_gridspec(2, 4, width_ratios=[1.3, 1.3, 1.3, 0.6], height_ratios=[side, 2.2])
+    where = f"layer {{}} · head {view['head']}"
+    panels = [(f"teacher · {where.format(view['teacher_layer'])}", view["teacher_probs"], False),
+              (f"student · {where.format(view['layer'])}", view["student_probs"], False),
+              ("teacher − student", view["teacher_probs"] - view["student_probs"], True)]
+    for j, (name, values, diverging) in enumerate(panels):
+        ax = fig.add_subplot(grid[0, j])
+        _heatmap(ax, np.asarray(values), tokens, diverging)
+        ax.set_title(name, fontsize=12)
+
+    rows = fig.add_subplot(grid[0, 3])
+    rows.barh(np.arange(t) + 0.5, view["row_kl"], height=0.8, color=style.OURS)
+    rows.set_ylim(t, 0)                                       # row i beside the maps' row i
+    rows.set_yticks(np.arange(t) + 0.5, tokens, fontsize=TICK_SIZE)
+    rows.tick_params(axis="x", labelsize=TICK_SIZE)
+    rows.set_title("KL per query row", fontsize=12)
+
+    per_layer = fig.add_subplot(grid[1, :])
+    kl = np.asarray(view["layer_kl"])
+    colors = [style.OURS if k == view["layer"] else style.GREY for k in range(len(kl))]
+    per_layer.bar(np.arange(len(kl)), kl, color=colors)
+    per_layer.set_xticks(np.arange(len(kl)), [f"layer {k}" for k in range(len(kl))],
+                         fontsize=11)
+    per_layer.set_ylabel("mean KL", fontsize=11)
+    per_layer.set_title("KL(teacher ‖ student) per student layer, mean over heads and query "
+                        "rows (chosen layer in colour)", fontsize=12)
+    if title:
+        fig.suptitle(title, fontsize=14)
+    style.save(fig, path)
+    return fig
+
+
+class AttentionExplorer:
+    """Teacher vs named student snapshots on free-text sentences.
+
+    snapshots: {name: student Pretrainer or encoder}, in the order a menu lists them;
+    all share one architecture. layer_map: teacher layer per student layer (default
+    identity); seq_length: pad every sentence to this length (the training length keeps
+    XLA from compiling each new sentence length anew).
+    """
+
+    def __init__(self, teacher, snapshots: Mapping[str, object], tokenizer,
+                 layer_map: Optional[Sequence[int]] = None, seq_length: Optional[int] = None):
+        if not snapshots:
+            raise ValueError("snapshots is empty: name at least one student")
+        configs = {name: _config(model) for name, model in snapshots.items()}
+        first = next(iter(configs.values()))
+        shape = (first.num_hidden_layers, first.num_attention_heads)
+        for name, c in configs.items():
+            if (c.num_hidden_layers, c.num_attention_heads) != shape:
+                raise ValueError(f"snapshot {name!r} has {c.num_hidden_layers} layers and "
+                                 f"{c.num_attention_heads} heads; the first has {shape[0]} and "
+                                 f"{shape[1]}")
+        teacher_config = _config(teacher)
+        if teacher_config.num_attention_heads != shape[1]:
+            raise ValueError(f"the teacher has {teacher_config.num_attention_heads} heads, the "
+                             f"students {shape[1]}: head-by-head maps need equal counts")
+        self.layer_map = tuple(range(shape[0])) if layer_map is None else tuple(layer_map)
+        if (len(self.layer_map) != shape[0]
+                or not all(0 <= t < teacher_config.num_hidden_layers for t in self.layer_map)):
+            raise ValueError(f"layer_map {self.layer_map} must name one teacher layer in "
+                             f"0..{teacher_config.num_hidden_layers - 1} per student layer "
+                             f"({shape[0]})")
+        self.teacher, self.snapshots, self.tokenizer = teacher, dict(snapshots), tokenizer
+        self.num_layers, self.num_heads, self.seq_length = shape[0], shape[1], seq_length
+
+    @classmethod
+    def from_runs(cls, teacher_dir, pkt_dir, ablation_dir=None) -> "AttentionExplorer":
+        """The teacher, every snapshot of the progressive run in pkt_dir and, optionally, the
+        finished student of a run without attention transfer (ablation_dir).
+
+        Snapshots: "PKT: before stage layer_k" / "PKT: after stage layer_k" for every
+        layer-wise stage (before stage k is after stage k − 1), "PKT: after PD" (the
+        finished student), "no AT: after PD". The tokenizer and seq_length are the run's.
+        """
+        from mbert_lib.checkpoints import load_pretrainer
+        from mbert_lib.data import load_tokenizer
+        from mbert_lib.distill.experiment import teacher_layer_map
+        from mbert_lib.distill.trainer import load_stage_student, read_run
+
+        for name, directory in [("teacher_dir", teacher_dir), ("pkt_dir", pkt_dir),
+                                ("ablation_dir", ablation_dir)]:
+            if directory is not None and not os.path.isdir(directory):
+                raise FileNotFoundError(f"{name} {os.fspath(directory)!r} is not a directory "
+                                        "(has the pipeline step run?)")
+        experiment, stages = read_run(pkt_dir)
+        if experiment.distillation.strategy != "progressive":
+            raise ValueError(f"{pkt_dir}: the explorer's stage snapshots need a progressive "
+                             f"run, this one is {experiment.distillation.strategy!r}")
+        teacher = load_pretrainer(teacher_dir)
+        config = experiment.student.build_config()
+        layer_map = teacher_layer_map(experiment.distillation.transfer_teacher_layers,
+                                      config.num_hidden_layers,
+                                      _config(teacher).num_hidden_layers)
+        snapshots, before = {}, load_stage_student(pkt_dir, None, config)
+        for stage in (s for s in stages if s.layer_wise):
+            after = load_stage_student(pkt_dir, stage, config)
+            snapshots[f"PKT: before stage {stage.name}"] = before
+            snapshots[f"PKT: after stage {stage.name}"] = after
+            before = after
+        snapshots["PKT: after PD"] = load_pretrainer(pkt_dir)
+        if ablation_dir is not None:
+            if any(s.use_attention and s.layer_wise for s in read_run(ablation_dir)[1]):
+                raise ValueError(f"{ablation_dir}: this run trained with attention transfer; "
+                                 "the ablation snapshot must be a run without it")
+            snapshots["no AT: after PD"] = load_pretrainer(ablation_dir)
+        return cls(teacher, snapshots, load_tokenizer(pkt_dir), layer_map,
+                   experiment.data.seq_length)
+
+    def view(self, sentence: str, layer: int, head: int, snapshot: str) -> dict:
+        """`attention_view` for the named snapshot, plus its name under "snapshot"."""
+        if snapshot not in self.snapshots:
+            raise ValueError(f"unknown snapshot {snapshot!r}; known: {list(self.snapshots)}")
+        return {**attention_view(self.teacher, self.snapshots[snapshot], self.tokenizer,
+                                 sentence, layer, head, self.layer_map, self.seq_length),
+                "snapshot": snapshot}
+
+    def update(self, sentence: str, layer: int, head: int, snapshot: str):
+        """(view, Figure) for one choice: what the widgets' callback shows."""
+        view = self.view(sentence, layer, head, snapshot)
+        return view, draw(view, title=f"{snapshot} · student layer {layer} vs teacher layer "
+                                      f"{view['teacher_layer']} · head {head}")
+
+
+def widgets_available() -> bool:
+    """True inside a Jupyter kernel (one that can open widget comms) with ipywidgets."""
+    try:
+        import ipywidgets  # noqa: F401
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    shell = get_ipython()
+    return getattr(shell, "kernel", None) is not None
+
+
+def explore(explorer: AttentionExplorer, sentence: str, layer: int = 0, head: int = 0,
+            snapshot: Optional[str] = None, widgets: Optional[bool] = None):
+    """The interactive explorer: a text box, layer / head sliders and a snapshot menu above
+    the figure, redrawn on every change (returned as an ipywidgets VBox; leave it as a
+    cell's last expression). Without widgets (widgets=False, or None outside a Jupyter
+    kernel) the static Figure of the given choice instead.
+    """
+    snapshot = next(iter(explorer.snapshots)) if snapshot is None else snapshot
+    if not (widgets_available() if widgets is None else widgets):
+        return explorer.update(sentence, layer, head, snapshot)[1]
+    import ipywidgets as w
+    from IPython.display import display
+
+    controls = {
+        "sentence": w.Text(value=sentence, description="sentence", continuous_update=False,
+                           layout=w.Layout(width="60%")),
+        "layer": w.IntSlider(value=layer, min=0, max=explorer.num_layers - 1,
+                             description="layer", continuous_update=False),
+        "head": w.IntSlider(value=head, min=0, max=explorer.num_heads - 1,
+                            description="head", continuous_update=False),
+        "snapshot": w.Dropdown(options=list(explorer.snapshots), value=snapshot,
+                               description="snapshot", layout=w.Layout(width="40%"))}
+    out = w.Output()
+
+    def redraw(_=None):
+        with out:
+            out.clear_output(wait=True)
+            try:
+                _, fig = explorer.update(**{k: c.value for k, c in controls.items()})
+            except ValueError as e:               # e.g. an empty sentence: say so, keep going
+                print(e)
+                return
+            display(fig)
+            plt.close(fig)
+
+    for control in controls.values():
+        control.observe(redraw, names="value")
+    redraw()
+    return w.VBox([controls["sentence"], w.HBox([controls["layer"], controls["head"],
+                                                 controls["snapshot"]]), out])
