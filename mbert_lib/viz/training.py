@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from typing import Mapping, Optional
 
 import matplotlib.pyplot as plt
@@ -36,24 +38,31 @@ def plot_lr_schedule(schedule, total_steps: int, path=None, title: str = ""):
 
 
 def plot_trust_ratios(reports: Mapping[str, pd.DataFrame], path=None, title: str = ""):
-    """Trust ratio ‖x‖/‖u‖ per layer-adapted variable (log scale), one marker series per
-    report (e.g. "update 1", "last update"); `reports` are `lamb_step_report` tables."""
+    """Trust ratio ‖x‖/‖u‖ of every layer-adapted variable (log scale), one row per kind of
+    variable (the layer index dropped: each block's query kernels share a row, one dot
+    per block), one marker series per report (e.g. "update 1", "after training");
+    `reports` are `lamb_step_report` tables."""
     style.apply()
     first = next(iter(reports.values()))
     names = first[first.adapted].variable.tolist()
-    fig, ax = plt.subplots(figsize=(12, 0.21 * len(names) + 1.8))
-    y = np.arange(len(names))
-    for color, marker, (label, report) in zip([style.OURS, style.PAPER, style.ALT], "os^",
-                                              reports.items()):
+    kind = {n: re.sub(r"^layer_\d+/", "", short_variable_name(n)) for n in names}
+    kinds = list(dict.fromkeys(kind.values()))
+    fig, ax = plt.subplots(figsize=(12, 0.45 * len(kinds) + 2.0))
+    offsets = np.linspace(-0.18, 0.18, len(reports))
+    for offset, color, marker, (label, report) in zip(
+            offsets, [style.OURS, style.PAPER, style.ALT], "os^", reports.items()):
         ratios = report.set_index("variable").loc[names, "trust_ratio"]
-        ax.scatter(ratios, y, color=color, marker=marker, s=40, label=label, zorder=3)
-    ax.set_yticks(y, [short_variable_name(n) for n in names], fontsize=9)
+        y = [kinds.index(kind[n]) + offset for n in names]
+        ax.scatter(ratios, y, color=color, marker=marker, s=45, label=label, zorder=3,
+                   alpha=0.8)
+    ax.set_yticks(range(len(kinds)), kinds)
     ax.invert_yaxis()
     ax.set_xscale("log")
     ax.xaxis.set_major_locator(LogLocator(subs=(1, 2, 5)))     # 0.01, 0.02, 0.05, 0.1, ...
     ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
     ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("trust ratio ‖x‖ / ‖u‖  (the step is η · ratio · u, so ‖step‖ = η ‖x‖)")
+    ax.set_ylabel("variable (one dot per block)")
     ax.set_title(title or "LAMB trust ratio per variable")
     ax.grid(alpha=0.3, which="both", axis="x")
     ax.legend(loc="lower right")
