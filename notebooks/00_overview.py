@@ -128,26 +128,38 @@ headline
 # | 08_checkpoints_and_export | released checkpoints | TF1 / Hugging Face checkpoints, SavedModel | `convert/`, `export/` |
 # | 09_tflite_quantization | Tables 6, 7 | TFLite export, 8-bit quantization, latency | `export/`, `bench/` |
 #
-# The library as it stands, read from the package itself (first docstring line of
-# every module):
+# The library as it stands, read from the package itself: one row per package or
+# top-level module, with the first line of its docstring and how many modules it holds
+# (`help(mbert_lib.distill)` and friends list them one by one):
 
 # %%
-modules = []
+def first_line(name: str) -> str:
+    doc = (importlib.import_module(name).__doc__ or "").strip().splitlines()
+    return doc[0] if doc else ""
+
+
+modules = {}
 for info in pkgutil.walk_packages(mbert_lib.__path__, "mbert_lib."):
-    if info.name.endswith("__main__"):
-        continue
-    doc = (importlib.import_module(info.name).__doc__ or "").strip().splitlines()
-    modules.append({"module": info.name, "what it holds": doc[0] if doc else ""})
-pd.DataFrame(modules).set_index("module")
+    if not info.name.endswith("__main__"):
+        top = ".".join(info.name.split(".")[:2])
+        modules.setdefault(top, []).append(info.name)
+library = pd.DataFrame([{"package or module": top, "modules": len(names),
+                         "what it holds": first_line(top)}
+                        for top, names in modules.items()]).set_index("package or module")
+undocumented = [n for names in modules.values() for n in names if not first_line(n)]
+assert not undocumented, f"modules without a docstring: {undocumented}"
+library
 
 # %% [markdown]
 # ## 5. The presets and their sizes
 #
 # `mbert_lib.PRESETS` holds the four models of the paper's Table 1 (`bert_base`,
 # `ibbert_large`, `mobilebert`, `mobilebert_tiny`), MobileBERT without the
-# operational optimisations (`mobilebert_no_opt`: LayerNorm + gelu, Table 7) and a
+# operational optimisations (`mobilebert_no_opt`: LayerNorm + gelu, Table 7), a
 # laptop-scale teacher/student pair (`tiny_teacher`, `tiny_student`) that the
-# training notebooks use.
+# training notebooks use, and `tiny_bert`: a plain BERT (no bottlenecks, one FFN,
+# LayerNorm + gelu) with as many parameters as `tiny_student`, the baseline that
+# notebook 07 fine-tunes beside the distilled student.
 #
 # Sizes are computed in closed form from each config by `mbert_lib.anatomy` (no model
 # is built). For MobileBERT's embedding and blocks, with V vocabulary, E = 128 token
