@@ -21,12 +21,13 @@ would make the exact KL infinite.
 from __future__ import annotations
 
 import os
-from typing import Mapping, Optional, Sequence
+from collections.abc import Mapping, Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
 import seaborn as sns
 import tensorflow as tf
+from matplotlib.ticker import MaxNLocator
 
 from mbert_lib.distill import analysis
 from mbert_lib.distill.transfer_summary import KL_FLOOR
@@ -39,7 +40,7 @@ def _config(model):
     return getattr(model, "encoder", model).config
 
 
-def encode_sentence(tokenizer, sentence: str, seq_length: Optional[int] = None
+def encode_sentence(tokenizer, sentence: str, seq_length: int | None = None
                     ) -> tuple[list[str], dict]:
     """([CLS] tokens … [SEP], a batch of one example), padded with [PAD] to seq_length.
 
@@ -74,8 +75,8 @@ def _check_index(name: str, value: int, count: int, what: str) -> None:
 
 
 def attention_view(teacher, student, tokenizer, sentence: str, layer: int, head: int,
-                   layer_map: Optional[Sequence[int]] = None,
-                   seq_length: Optional[int] = None) -> dict:
+                   layer_map: Sequence[int] | None = None,
+                   seq_length: int | None = None) -> dict:
     """The numbers behind one explorer view (numpy, padding removed).
 
     teacher / student: Pretrainers or encoders with equal head counts; layer: student
@@ -114,14 +115,14 @@ def _heatmap(ax, values, tokens, diverging: bool) -> None:
     ax.set_ylabel("query", fontsize=11)
 
 
-def draw(view: Mapping, title: Optional[str] = None, path=None):
+def draw(view: Mapping, title: str | None = None, path=None):
     """The view as one figure: teacher, student and teacher − student maps (a colour bar
     each), the KL of each query row beside them, the per-layer KL below."""
     style.apply()
     tokens, t = list(view["tokens"]), len(view["tokens"])
     side = max(3.4, 0.2 * t)                                  # inches per map: ≥ 9 pt labels
     fig = plt.figure(figsize=(3.9 * side + 0.6 * side, side + 3.2), layout="constrained")
-    grid = fig.add_gridspec(2, 4, width_ratios=[1.3, 1.3, 1.3, 0.6], height_ratios=[side, 2.2])
+    grid = fig.add_gridspec(2, 4, width_ratios=[1.3, 1.3, 1.3, 0.75], height_ratios=[side, 2.2])
     where = f"layer {{}} · head {view['head']}"
     panels = [(f"teacher · {where.format(view['teacher_layer'])}", view["teacher_probs"], False),
               (f"student · {where.format(view['layer'])}", view["student_probs"], False),
@@ -135,13 +136,17 @@ def draw(view: Mapping, title: Optional[str] = None, path=None):
     rows.barh(np.arange(t) + 0.5, view["row_kl"], height=0.8, color=style.OURS)
     rows.set_ylim(t, 0)                                       # row i beside the maps' row i
     rows.set_yticks(np.arange(t) + 0.5, tokens, fontsize=TICK_SIZE)
+    rows.xaxis.set_major_locator(MaxNLocator(3))
+    rows.ticklabel_format(axis="x", style="sci", scilimits=(-2, 3))
     rows.tick_params(axis="x", labelsize=TICK_SIZE)
-    rows.set_title("KL per query row", fontsize=12)
+    rows.set_title("KL per query row", fontsize=11)
 
     per_layer = fig.add_subplot(grid[1, :])
     kl = np.asarray(view["layer_kl"])
     colors = [style.OURS if k == view["layer"] else style.GREY for k in range(len(kl))]
-    per_layer.bar(np.arange(len(kl)), kl, color=colors)
+    bars = per_layer.bar(np.arange(len(kl)), kl, width=0.6, color=colors)
+    per_layer.bar_label(bars, fmt="%.3g", fontsize=10)
+    per_layer.margins(y=0.2)
     per_layer.set_xticks(np.arange(len(kl)), [f"layer {k}" for k in range(len(kl))],
                          fontsize=11)
     per_layer.set_ylabel("mean KL", fontsize=11)
@@ -158,12 +163,14 @@ class AttentionExplorer:
 
     snapshots: {name: student Pretrainer or encoder}, in the order a menu lists them;
     all share one architecture. layer_map: teacher layer per student layer (default
-    identity); seq_length: pad every sentence to this length (the training length keeps
-    XLA from compiling each new sentence length anew).
+    identity). seq_length: pad every sentence with [PAD] to this length, as training
+    batches are (None: no padding, as notebook 05). The maps differ slightly between the
+    two: the trigram embedding shows the last real token its right neighbour, the [PAD]
+    embedding when padded and zeros when not.
     """
 
     def __init__(self, teacher, snapshots: Mapping[str, object], tokenizer,
-                 layer_map: Optional[Sequence[int]] = None, seq_length: Optional[int] = None):
+                 layer_map: Sequence[int] | None = None, seq_length: int | None = None):
         if not snapshots:
             raise ValueError("snapshots is empty: name at least one student")
         configs = {name: _config(model) for name, model in snapshots.items()}
@@ -188,13 +195,14 @@ class AttentionExplorer:
         self.num_layers, self.num_heads, self.seq_length = shape[0], shape[1], seq_length
 
     @classmethod
-    def from_runs(cls, teacher_dir, pkt_dir, ablation_dir=None) -> "AttentionExplorer":
+    def from_runs(cls, teacher_dir, pkt_dir, ablation_dir=None,
+                  seq_length: int | None = None) -> AttentionExplorer:
         """The teacher, every snapshot of the progressive run in pkt_dir and, optionally, the
         finished student of a run without attention transfer (ablation_dir).
 
         Snapshots: "PKT: before stage layer_k" / "PKT: after stage layer_k" for every
         layer-wise stage (before stage k is after stage k − 1), "PKT: after PD" (the
-        finished student), "no AT: after PD". The tokenizer and seq_length are the run's.
+        finished student), "no AT: after PD". The tokenizer is the run's (its vocab.txt).
         """
         from mbert_lib.checkpoints import load_pretrainer
         from mbert_lib.data import load_tokenizer
@@ -210,6 +218,10 @@ class AttentionExplorer:
         if experiment.distillation.strategy != "progressive":
             raise ValueError(f"{pkt_dir}: the explorer's stage snapshots need a progressive "
                              f"run, this one is {experiment.distillation.strategy!r}")
+        if ablation_dir is not None and any(s.use_attention and s.layer_wise
+                                            for s in read_run(ablation_dir)[1]):
+            raise ValueError(f"{ablation_dir}: this run trained with attention transfer; "
+                             "the ablation snapshot must be a run without it")
         teacher = load_pretrainer(teacher_dir)
         config = experiment.student.build_config()
         layer_map = teacher_layer_map(experiment.distillation.transfer_teacher_layers,
@@ -223,12 +235,8 @@ class AttentionExplorer:
             before = after
         snapshots["PKT: after PD"] = load_pretrainer(pkt_dir)
         if ablation_dir is not None:
-            if any(s.use_attention and s.layer_wise for s in read_run(ablation_dir)[1]):
-                raise ValueError(f"{ablation_dir}: this run trained with attention transfer; "
-                                 "the ablation snapshot must be a run without it")
             snapshots["no AT: after PD"] = load_pretrainer(ablation_dir)
-        return cls(teacher, snapshots, load_tokenizer(pkt_dir), layer_map,
-                   experiment.data.seq_length)
+        return cls(teacher, snapshots, load_tokenizer(pkt_dir), layer_map, seq_length)
 
     def view(self, sentence: str, layer: int, head: int, snapshot: str) -> dict:
         """`attention_view` for the named snapshot, plus its name under "snapshot"."""
@@ -257,7 +265,7 @@ def widgets_available() -> bool:
 
 
 def explore(explorer: AttentionExplorer, sentence: str, layer: int = 0, head: int = 0,
-            snapshot: Optional[str] = None, widgets: Optional[bool] = None):
+            snapshot: str | None = None, widgets: bool | None = None):
     """The interactive explorer: a text box, layer / head sliders and a snapshot menu above
     the figure, redrawn on every change (returned as an ipywidgets VBox; leave it as a
     cell's last expression). Without widgets (widgets=False, or None outside a Jupyter
