@@ -11,7 +11,7 @@
 #     name: python3
 # ---
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # # 00 · MobileBERT in one page
 #
 # *Sun, Yu, Song, Liu, Yang, Zhou: "MobileBERT: a Compact Task-Agnostic BERT for
@@ -40,7 +40,7 @@ pd.set_option("display.max_columns", 20)
 pd.set_option("display.max_colwidth", 90)
 print("fast mode:", runtime.fast_mode())
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 1. The problem
 #
 # > "There have been some efforts that task-specifically distill BERT into compact
@@ -112,7 +112,7 @@ headline = pd.DataFrame({
 headline.index.name = "paper"
 headline
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 4. Map of the repository
 #
 # | notebook | paper | what it shows | library |
@@ -150,7 +150,7 @@ undocumented = [n for names in modules.values() for n in names if not first_line
 assert not undocumented, f"modules without a docstring: {undocumented}"
 library
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 5. The presets and their sizes
 #
 # `mbert_lib.PRESETS` holds the four models of the paper's Table 1 (`bert_base`,
@@ -233,7 +233,7 @@ emb_share = share["embedding"]
 print(", ".join(f"{name}: embedding {emb_share[name]:.1f}% of the encoder"
                 for name in groups.index))
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 6. Paper vs ours
 #
 # The paper's parameter counts (Table 1) and FLOPs (Table 4) beside ours. The
@@ -267,7 +267,7 @@ print(f"\nMobileBERT's FLOPs gap is the largest. Counting its attention as Table
 fig = anatomy_viz.plot_preset_sizes(presets, runtime.figure_path("00_presets.png"))
 print("saved", runtime.figure_path("00_presets.png"))
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Summary
 #
 # * MobileBERT has BERT_LARGE's depth (24 blocks) with half its width between blocks

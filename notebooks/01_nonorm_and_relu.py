@@ -12,7 +12,7 @@
 #     name: python3
 # ---
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # # 01 · NoNorm and relu: MobileBERT's operational optimizations
 #
 # Paper section 3.3 (Sun et al., ACL 2020). Latency analysis of the thin
@@ -68,7 +68,7 @@ tf_keras.utils.set_random_seed(0)
 print("fast mode" if fast_mode() else "full mode", "| TensorFlow", tf.__version__,
       "| CPU cores:", os.cpu_count())
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 1 · LayerNorm and NoNorm
 #
 # For one token's hidden vector $h \in \mathbb{R}^C$ (C = h = 128 inside a
@@ -253,7 +253,7 @@ fig = plot_nonorm_imitation(target, imitated, channel, sweep, setting="both spre
 # hidden states grow large, which is why fp16 inference is risky for it
 # (users report NaNs) and float32 or bfloat16 is safer.
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 2 · gelu and relu
 #
 # $$\mathrm{gelu}(x) = x\,\Phi(x) = \frac{x}{2}\Big(1 + \mathrm{erf}\big(x/\sqrt{2}\big)\Big),
@@ -340,7 +340,7 @@ print(f"per forward pass, in isolation: gelu − relu = {ms['gelu'] - ms['relu']
       f"LayerNorm − NoNorm = {ms['LayerNorm'] - ms['NoNorm']:.2f} ms")
 assert (per_forward.median_ms > 0).all()
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 3 · Paper Table 7 on this CPU
 #
 # `mbert_lib.bench.keras_latency` builds the four encoders from the
@@ -455,7 +455,7 @@ print(f"noise: medians are {spread.min():.2f}–{spread.max():.2f}× the fastest
 #   (possible where no residual sits between them, e.g. the bottleneck
 #   inputs). TFLite's own numbers on this machine come in notebook 09.
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Summary
 #
 # * LayerNorm standardises every token with its own mean and variance, so it

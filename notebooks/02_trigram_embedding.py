@@ -12,7 +12,7 @@
 #     name: python3
 # ---
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # # 02 · The trigram embedding: a 128-d table widened by a width-3 convolution
 #
 # Paper section 3, *Embedding Factorization* (Sun et al., ACL 2020). The
@@ -56,7 +56,7 @@ V, E, H = config.vocab_size, config.embedding_size, config.hidden_size
 print("fast mode" if fast_mode() else "full mode", f"| mobilebert preset: V = {V}, E = {E}, "
       f"H = {H}, trigram_input = {config.trigram_input}, norm = {config.normalization_type}")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 1 · The equations
 #
 # With $e_t = \mathrm{Table}[\mathrm{id}_t] \in \mathbb{R}^E$ the table row of
@@ -86,7 +86,7 @@ np.testing.assert_array_equal(x_demo[0, 1], [3, 30, 2, 20, 1, 10])     # x_1 = [
 np.testing.assert_array_equal(x_demo[0, 0, 4:], [0, 0])                # e_{-1} = 0
 np.testing.assert_array_equal(x_demo[0, 3, :2], [0, 0])                # e_T = 0
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 2 · Shift-and-concatenate + dense = a width-3 convolution
 #
 # A `Conv1D` with kernel size 3, padding `"same"` and kernel
@@ -156,7 +156,7 @@ np.testing.assert_allclose(conv_path, dense_path, atol=1e-5 * scale, rtol=0)
 np.testing.assert_allclose(emb, rebuilt, atol=1e-5 * float(np.abs(emb).max()), rtol=0)
 assert wrong_gap > 0.1 * scale, "reversed taps must not match"
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 3 · The sequence ends
 #
 # Past either end, the window reads zero vectors. But in a padded batch the
@@ -253,7 +253,7 @@ assert length_gap < 10 * round_off
 assert (content_gap > 10 * round_off).all(), "the pad id must reach every real token"
 assert content_gap.argmax() == n - 1
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 4 · What the 128-d table saves
 #
 # Parameters of the embedding, from the configs (`mbert_lib.anatomy.param_breakdown`),

@@ -13,7 +13,7 @@
 #     name: python3
 # ---
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # # 03 · Bottleneck blocks, stacked FFNs and the MHA:FFN balance
 #
 # *Paper sections 3.1 (bottleneck and inverted bottleneck), 3.2 (stacked feed-forward
@@ -55,7 +55,7 @@ tf.random.set_seed(0)
 mobilebert = get_preset("mobilebert")
 print("fast mode:", runtime.fast_mode(), "| B =", B, "T =", T)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 1. One MobileBERT block, shape by shape
 #
 # With $x \in \mathbb{R}^{T \times H}$ the block input (H = 512), h = 128 the
@@ -106,7 +106,7 @@ print(f"all {len(check)} steps have the predicted shapes; the block has "
 # %%
 per_block[["component", "formula", "each", "total"]]
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 2. The shared key/query bottleneck
 #
 # Table 1 draws MobileBERT's attention as "MHA 512 / 4 / 128": queries, keys and values
@@ -186,7 +186,7 @@ assert saved > 0 and variants["encoder params"].diff().iloc[1] == saved * 24
 print(f"sharing saves {saved:,} parameters per block, {24 * saved:,} in all, and "
       f"{variants['GFLOPs, T=128'].diff().iloc[1]:.2f} GFLOPs per 128-token sequence")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 3. Stacked FFNs: why F = 4
 #
 # In BERT the attention of a block (Q, K, V and output projections, each $H \times H$)
@@ -339,7 +339,7 @@ pruned.round(2)
 # laptop models it is most of one block in four (table above), which is why the
 # distillation benchmark in the README counts it.
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 5. Paper Table 1, rebuilt from the configs
 #
 # The paper's Table 1 (docs/reference.md):
@@ -448,7 +448,7 @@ print(f"BERT_BASE and TINY are within {near:.1f}% of the paper. "
       f"{100 * (row['+ elementwise, Table 1 MHA'] / row['paper (GFLOPs)'] - 1):+.1f}% "
       f"remain unexplained.")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Summary
 #
 # * A MobileBERT block narrows the 512-wide feature map to 128 (linear in), runs

@@ -11,7 +11,7 @@
 #     name: python3
 # ---
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # # 04 · Pre-training the IB-BERT teacher: data, masking, LAMB, curves
 #
 # *Paper sections 3.1 and 4.1 (the inverted-bottleneck teacher, Table 2) and 4.2
@@ -83,7 +83,7 @@ ctx = notebook_context()
 print("fast mode:", runtime.fast_mode(), "| pipeline output:", ctx.out_dir,
       "| data:", ctx.data_dir or "builtin (offline default)")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 1. The pre-training text
 #
 # The pipeline's `data` step loads the corpus, holds out 5% of its words (whole
@@ -154,7 +154,7 @@ assert [tokenizer.token_to_id(t) for t in ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "
 assert tokenizer.decode(tokenizer.encode(sentence)).replace(" ", "") == \
     sentence.lower().replace(" ", "") or "[UNK]" in tokenizer.tokenize(sentence)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 2. Masked LM and next-sentence examples
 #
 # Each example is `[CLS] A [SEP] B [SEP]`, at most T tokens. BERT's two objectives
@@ -597,7 +597,7 @@ assert fill["p(original)"].between(0, 1).all()
 assert (fill.original == example_table(arrays, index, tokenizer)
         .set_index("position").loc[fill.position, "original"].values).all()
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 5. Paper scale vs ours
 #
 # `experiments/pretrain_ibbert_large.yaml` holds the paper's teacher recipe
@@ -628,7 +628,7 @@ print(f"the paper's teacher used {numbers.loc['train_flops', 'paper / ours']:.2e
       f"training compute ({numbers.loc['tokens', 'paper / ours']:.2e}× the tokens, "
       f"{numbers.loc['params', 'paper / ours']:.0f}× the parameters)")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Summary
 #
 # The run's key numbers, gathered from the cells above:

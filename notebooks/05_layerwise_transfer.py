@@ -11,7 +11,7 @@
 #     name: python3
 # ---
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # # 05 · Progressive knowledge transfer: every stage loss, layer by layer
 #
 # *Paper sections 3.5 (knowledge-transfer objectives) and 3.6 (training strategies),
@@ -69,7 +69,7 @@ pd.set_option("display.width", 180)
 pd.set_option("display.precision", 4)
 print("fast mode:", runtime.fast_mode())
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 0. The artifacts: data, teacher, and the PKT student
 #
 # `ensure(["pkt"], ctx)` runs the pipeline steps the PKT student needs (data → teacher →
@@ -122,7 +122,7 @@ assert t_out["encoder_outputs"].shape[1:] == (B, T, H)
 assert H == teacher_config.hidden_size == student_config.hidden_size   # FMT needs equal H
 np.testing.assert_allclose(t_out["attention_scores"].sum(-1), 1.0, rtol=1e-4)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 1. Feature-map transfer (FMT)
 #
 # Teacher and student share the inter-block width H, so the output of every student
@@ -167,7 +167,7 @@ np.testing.assert_allclose(float(fmt0["fmt"]), 100 * float(fmt0["fmt_mse"])
 print("MSE = mean term + std term + shape term holds per token to "
       f"{decomposition['max_abs_error']:.1e}")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 2. Attention transfer (AT)
 #
 # Attention decides which tokens a layer mixes; the student should learn the teacher's
@@ -209,7 +209,7 @@ assert kl > 10 * kl_double > 0
 assert spread < np.e * np.max(1 / real_keys)        # softmax of values in [0, 1]: ≤ e × uniform
 np.testing.assert_allclose(float(attention_transfer(a_t, a_t, mask)), 0.0, atol=1e-6)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 3. Pre-training distillation (PD)
 #
 # After the layer-wise stages, the whole student is trained on BERT's objectives with the
@@ -244,7 +244,7 @@ print({k: round(float(v), 4) for k, v in pd_terms.items()},
 np.testing.assert_allclose(float(pd_terms["loss"] - pd_terms["nsp"]), mixed_ce, rtol=1e-5)
 assert float(pd_terms["kd"]) >= 0 and float(pd_terms["mlm"]) > 0
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 4. Copying the embedding and the MLM head *by role*
 #
 # Teacher and student have the same embedding and MLM head shapes, so the student starts
@@ -324,7 +324,7 @@ print(", ".join(f"{k}: {v:.3f}" for k, v in emb_std.items()),
       "narrower; FMT's spread term has to close that gap (section 8)")
 assert all(v > 0 for v in emb_std.values())
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 5. Progressive knowledge transfer, stage by stage
 #
 # The pipeline's `pkt` step ran the stages listed in section 0: stage ℓ minimises
@@ -359,7 +359,7 @@ print("first / last logged training value per stage:\n", drop)
 assert set(curves.stage) == {f"{s.index:02d}_{s.name}" for s in stages}
 assert (drop["fmt"].dropna() > 1).all(), "FMT did not fall in some layer-wise stage"
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 6. Attention maps: teacher vs student, before and after each stage
 #
 # One sentence, every layer. Columns: the teacher's map (teacher layer $t_\ell$), the
@@ -438,7 +438,7 @@ fig = transfer_viz.plot_attention_grid(
     tokens, runtime.figure_path("05_attention_heads.png"),
     title=f"Every head of layer {deep}: teacher (top) vs the finished PKT student (bottom)")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 7. Every layer's losses through the stages
 #
 # Now on the whole held-out batch (not one sentence), every student layer after every
@@ -642,7 +642,7 @@ np.testing.assert_allclose(aims.at_after, [at_by_stage.iloc[k, k + 1] for k in a
 np.testing.assert_allclose(aims.mse_after, [by_stage["mse"].iloc[k, k + 1] for k in aims.index],
                            rtol=1e-3)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 8. Feature statistics per layer
 #
 # FMT's mean and variance terms pull each student block's per-token mean μ and spread σ
@@ -672,7 +672,7 @@ print("student / teacher per-token std after PD, per layer:",
 assert all((f["std"] > 0).all() for f in stats.values())
 assert len(gap) == 3 and np.isfinite(gap.to_numpy()).all()
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 9. Where this leaves the student
 #
 # Held-out masked-LM accuracy, perplexity and NSP accuracy of the teacher and of the PKT
@@ -707,7 +707,7 @@ print(f"largest growth of a query/key kernel norm in its stage {growth['growth i
 print(f"held-out MLM accuracy: teacher {headline.loc['mlm_accuracy', 'teacher']:.4f}, "
       f"PKT student {headline.loc['mlm_accuracy', 'PKT student']:.4f}")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Summary
 #
 # * **FMT** compares block outputs token by token; the trained loss re-weights the three

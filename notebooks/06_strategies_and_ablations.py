@@ -13,7 +13,7 @@
 #     name: python3
 # ---
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # # 06 · Transfer strategies and objective ablations (paper Tables 8 and 9)
 #
 # *Paper section 3.6 (Figure 2) and section 4.6 (Tables 8 and 9).*
@@ -56,13 +56,14 @@ from mbert_lib import paper, runtime
 from mbert_lib.distill.analysis import learning_rate_budget
 from mbert_lib.distill.trainer import read_run
 from mbert_lib.pipeline import ensure, notebook_context
+from mbert_lib.pipeline.core import read_record
 from mbert_lib.viz import transfer as transfer_viz
 
 pd.set_option("display.width", 180)
 pd.set_option("display.precision", 4)
 print("fast mode:", runtime.fast_mode())
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 1. The runs
 #
 # One pipeline step per row (`mbert_lib/pipeline/steps_distill.py`); each writes a model
@@ -101,7 +102,7 @@ print(f"{runs.minutes.sum():.0f} minutes of training in all; "
       f"MLM accuracy {teacher['eval']['mlm_accuracy']:.4f}, perplexity "
       f"{teacher['eval']['perplexity']:.1f}, NSP accuracy {teacher['eval']['nsp_accuracy']:.4f}")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 2. Seeds: how much do the rows move by chance?
 #
 # Two kinds of noise sit in every number above. The *measurement*: an accuracy p measured
@@ -119,6 +120,17 @@ print(f"{runs.minutes.sum():.0f} minutes of training in all; "
 #
 # Per row, over its $n$ seeds: the mean $\bar p$ and the sample standard deviation
 # $s = \sqrt{\tfrac{1}{n-1}\sum_k (p_k - \bar p)^2}$.
+
+# %%
+if read_record(ctx.step_dir("distill_seeds")) is None:       # not run yet: say what it costs
+    extra_seeds = len(ctx.settings["distill_seeds"]["seeds"])
+    seeded_rows = list(ctx.settings["distill_seeds"]["rows"])
+    minutes = extra_seeds * runs.loc[seeded_rows, "minutes"].sum()
+    if minutes > 10:
+        print(f"distill_seeds has not run: the next cell trains {len(seeded_rows)} rows x "
+              f"{extra_seeds} more seeds, about {minutes:.0f} minutes of pre-training (the "
+              "rows' own times) plus one fine-tuning run per seed. Interrupt the kernel to "
+              "skip; a killed run resumes where it stopped.")
 
 # %%
 seeded = ensure(["distill_seeds"], ctx)["distill_seeds"]
@@ -148,7 +160,7 @@ for step, entry in seeded["rows"].items():       # seed 0 is the row's own run, 
 assert set(seeded["rows"]) == set(ROWS) - {"ablation_fmt_at"}
 
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 3. Table 8: AKT vs JKT vs PKT
 #
 # The paper's GLUE dev accuracies (and SQuAD v1.1 F1) beside our held-out metrics, as
@@ -194,7 +206,7 @@ order = list(t8.sort_values(ascending=False).index)
 print("ours, best to worst by mean MLM accuracy:", " > ".join(order),
       "| the paper: PKT > JKT > AKT")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 4. Table 9: which objective contributes what
 #
 # The paper's rows add the objectives one by one: no knowledge transfer (MLM + NSP
@@ -270,7 +282,7 @@ for metric in ("held-out MLM acc", "fine-tuned dev acc"):
     verdicts = checks.drop_duplicates("finding").set_index("finding")[f"{metric}: finding"]
     print(f"{metric}: " + "; ".join(f"{f}: {v}" for f, v in verdicts.items()))
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 5. The figure: paper vs ours
 #
 # Paper Tables 8 and 9 beside ours, as each row's difference from the table's first row
@@ -296,7 +308,7 @@ fig = transfer_viz.plot_paper_vs_ours(
      ("sst2", f"ours: SST-2 dev accuracy, {seeds_label}")],
     path=runtime.figure_path("06_strategies_and_ablations.png"))
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 6. How close does each strategy bring the layers to the teacher?
 #
 # Every row's seed-0 run was also measured layer by layer on the held-out split: the plain
@@ -346,7 +358,7 @@ assert (closeness.filter(like="Σ η").to_numpy() >= 0).all()
 assert closeness.loc[["no transfer", "+PD"], "Σ η, layer-wise"].eq(0).all()
 assert (at.to_numpy() >= 0).all() and (fmt.to_numpy() >= 0).all()
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 7. Downstream: fine-tuned dev accuracy of every row
 #
 # The paper's Tables 8 and 9 are GLUE dev scores after fine-tuning. The `distill_seeds`
@@ -371,7 +383,7 @@ downstream.round(2)
 assert np.allclose(downstream["mean"],
                    100 * runs.loc[list(seeded["rows"]), "downstream_mean"].to_numpy())
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Discussion: where the laptop scale and the paper can disagree
 #
 # First, what our rows say, in numbers:

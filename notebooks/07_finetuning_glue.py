@@ -12,7 +12,7 @@
 #     name: python3
 # ---
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # # 07 · Fine-tuning on GLUE: the teacher, the distilled student and two baselines
 #
 # > "Like the original BERT, MobileBERT is task-agnostic, that is, it can be
@@ -87,7 +87,7 @@ if TASK.name != "sst2":
           "OFFLINE stand-in task", TASK.name, "- NOT SST-2. Its numbers say nothing about SST-2 "
           "and are not comparable with the paper's.")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 1 · The task and how long its sentences are
 #
 # The pipeline's `data` step trained the WordPiece vocabulary every model here
@@ -130,7 +130,7 @@ assert set(np.unique(task_data.dev.labels)) <= set(range(TASK.num_classes))
 assert task_data.dev.truncated == int(np.sum(task_data.dev.lengths > T))
 assert len(task_data.dev) == len(task_data.dev_examples)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 2 · One example, packed
 #
 # A single sentence A becomes `[CLS] A [SEP]`, padded with [PAD] (id 0) to T
@@ -152,7 +152,7 @@ assert features["input_word_ids"][0] == tokenizer.cls_id
 assert features["input_word_ids"][n_real - 1] == tokenizer.sep_id
 assert n_real == min(task_data.dev.lengths[i], T) and not features["input_word_ids"][n_real:].any()
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 3 · The classifier: a head on the pooled [CLS] vector
 #
 # With $h_{[CLS]} \in \mathbb{R}^H$ the last block's output at position 0, the
@@ -194,7 +194,7 @@ print(f"teacher: classifier_activation={encoder.config.classifier_activation}, "
       f"logits {logits.shape}, loss of the untrained head {float(loss):.4f} "
       f"(chance: ln {TASK.num_classes} = {np.log(TASK.num_classes):.4f})")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 4 · The optimizer, the schedule and the metrics
 #
 # BERT fine-tunes with AdamW, Adam with *decoupled* weight decay (in this
@@ -272,7 +272,7 @@ y_hat, y = np.array([1, 0, 1, 1, 0, 0, 1, 0]), np.array([1, 0, 0, 1, 0, 1, 1, 1]
 assert metrics.accuracy(y_hat, y) == 5 / 8
 assert np.isclose(metrics.matthews_corrcoef(y_hat, y), (3 * 2 - 1 * 2) / np.sqrt(4 * 5 * 3 * 4))
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 5 · Fine-tune every model, several seeds
 #
 # The `finetune` step of `python -m mbert_lib reproduce` fine-tunes each model
@@ -336,7 +336,7 @@ if {"pkt", "no_transfer"} <= set(PRETRAINING.index):
     print(f"no_transfer saw {ratio:.2f}x the pre-training sequences of pkt")
     assert np.isclose(ratio, 1), "the no-transfer baseline must get the distillation's budget"
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 6 · Results beside the paper
 #
 # The paper's SST-2 numbers are for the full-size 25.3M-parameter MobileBERT
@@ -456,7 +456,7 @@ if aim["status"] != "cannot check":
 #   learning rate and epoch budget; a seed that never beats the majority class
 #   (flagged above, if any) did not fine-tune at all.
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 7 · What the models get wrong
 #
 # The seed-0 classifier of every model, on the whole dev set. First: how often
@@ -533,7 +533,7 @@ display(ERROR_RATES)
 # share clearly more of the teacher's fine-tuned mistakes than the no-transfer
 # student does (transfer was of pre-trained features, not of SST-2 decisions).
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Summary
 #
 # * Fine-tuning puts a fresh head on the pooled [CLS] vector (tanh pooler only when

@@ -12,7 +12,7 @@
 #     name: python3
 # ---
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # # 08 · Checkpoints and export: TF1, Hugging Face, TF2 and TF-Hub SavedModels
 #
 # > "Like the original BERT, MobileBERT is task-agnostic, that is, it can be
@@ -72,7 +72,7 @@ WORK = Path(tempfile.mkdtemp(prefix="mbert_08_"))
 print("fast mode" if fast_mode() else "full mode", "| TensorFlow", tf.__version__,
       "| scratch directory:", WORK)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 1 · One weight, three names
 #
 # Every converter in `mbert_lib.convert` goes through one table,
@@ -136,7 +136,7 @@ assert (table["TF1→Keras"] == "reshape").sum() == 24 * 7
 assert table["TF1 name"].is_unique and table["Keras path"].is_unique
 assert table["Hugging Face name"].is_unique
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 2 · The per-head reshape
 #
 # Multi-head attention (Vaswani et al., 2017), as used in every MobileBERT block:
@@ -200,7 +200,7 @@ fig = plot_per_head_reshape(kernel_tf1, N, column=(1, 3), name="query kernel, la
 fig.savefig(figure_path("08_per_head_reshape.png"), dpi=120)
 print("wrote", figure_path("08_per_head_reshape.png"))
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 3 · TF1 → TF2
 #
 # A laptop-size stand-in for the released checkpoint. First a vocabulary: a
@@ -307,7 +307,7 @@ except convert.CheckpointMismatchError as err:
     problems = (len(err.missing), len(err.unexpected), len(err.misshaped))
 assert problems == (2, 1, 1) and not (WORK / "never_written").exists()
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 5 · TF2 → Hugging Face layout → TF2
 #
 # `export hf` writes `config.json` (transformers' field names, `model_type`
@@ -354,7 +354,7 @@ for i, (a, b) in enumerate(zip(first["encoder_outputs"], second["encoder_outputs
 display(pd.DataFrame(rows))
 print("round trip TF1 → TF2 → Hugging Face → TF2: identical outputs (bit for bit)")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 6 · TF-Hub-style SavedModels: raw strings in
 #
 # `export savedmodel` writes two SavedModels in the layout of TF Hub's BERT
@@ -423,7 +423,7 @@ assert np.allclose(pooled_hub, keras_outputs["pooled_output"].numpy(), atol=1e-4
 mlm = encoder.mlm({**inputs, "masked_lm_positions": tf.constant([[1, 2]] * len(sentences + [""]))})
 print("mlm sub-object:", {k: tuple(mlm[k].shape) for k in ("mlm_logits", "nsp_logits")})
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 7 · With the real checkpoints
 #
 # Not run here (no internet on this machine); the converters were tested only
@@ -453,7 +453,7 @@ print("mlm sub-object:", {k: tuple(mlm[k].shape) for k in ("mlm_logits", "nsp_lo
 # In Python, `mbert_lib.convert.load_pretrainer("mobilebert_tf2")` (or
 # `load_encoder`) gives the Keras model every other notebook uses.
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Summary
 #
 # * One table (`convert.name_map`) names every MobileBERT weight three ways;

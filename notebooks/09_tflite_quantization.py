@@ -12,7 +12,7 @@
 #     name: python3
 # ---
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # # 09 · TFLite export and quantization: "4.3× smaller, 5.5× faster", Table 6 and Table 7
 #
 # > "Empirical studies show that MobileBERT is 4.3× smaller and 5.5× faster than
@@ -73,7 +73,7 @@ CPU = hardware.cpu_info()
 HARDWARE = hardware.describe(CPU)
 print("hardware:", HARDWARE)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 1 · The pipeline's export steps
 #
 # `ensure` runs the steps unless they are done (then it reads their records).
@@ -113,7 +113,7 @@ for model, entry in EXPORT["models"].items():
     assert abs(entry["keras_accuracy"] - keras) < 0.01, "the step re-measured the same model"
 assert all(r["median_ms"] > 0 and r["size_bytes"] > 0 for r in RECORDS)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 2 · What quantization does to a number
 #
 # TFLite stores a quantized tensor as 8-bit integers $q$ with a scale $s$ and a
@@ -202,7 +202,7 @@ collapsed = quantization.fake_quantize(rows["mask −1e+09"], rows["mask −1e+0
 assert len(np.unique(collapsed[:real])) == 1
 assert STEPS["mask −1e+09"] > 1e6 * STEPS["mask −20"]
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 3 · Table 6: accuracy of every exported precision
 #
 # The fine-tuned classifiers' dev accuracy through the interpreter, beside the
@@ -237,7 +237,7 @@ for entry in EXPORT["models"].values():
     fp32 = entry["variants"]["fp32"]
     assert fp32["accuracy"] == entry["keras_accuracy"] and fp32["max_abs_logit_diff"] < 1e-4
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 4 · "4.3× smaller"
 #
 # The paper's 4.3× compares parameters: 109M for BERT_BASE, 25.3M for
@@ -266,7 +266,7 @@ fp32_rows = SIZES[SIZES.precision == "fp32"]
 lower = 3.9 if MODEL == "mobilebert" else 2.5
 assert ((fp32_rows["bytes / param"] > lower) & (fp32_rows["bytes / param"] < 4.1)).all()
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 5 · "5.5× faster"
 #
 # Seq 128, batch 1, the LiteRT interpreter with XNNPACK, 1 and 2 threads, all
@@ -290,7 +290,7 @@ for s in summarize(RECORDS):
           f" runs {s['latency_ratio_fp32_min']:.2f}×); fastest variant {s['fastest_precision']} "
           f"{s['fastest_speedup']:.2f}×")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 6 · Table 7: NoNorm and relu
 #
 # The same MobileBERT shape with LayerNorm or NoNorm and gelu or relu, fp32,
@@ -315,7 +315,7 @@ display(op_table[op_table["LN+gelu − NoNorm+relu"] != 0])
 assert len(T7) == 4 * len(set(T7.threads))
 assert sum(ops[("no_norm", "relu")].values()) < sum(ops[("layer_norm", "gelu")].values())
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 7 · Why a 2-core x86 CPU is not a Pixel 4
 #
 # The paper's latencies are properties of a phone: a Snapdragon 855 (Pixel 4)
@@ -371,7 +371,7 @@ for s in summarize(RECORDS):
     print(f"{s['threads']} thread(s), fp32: measured {ratio:.2f}× = FLOP ratio {flop_ratio:.2f}× "
           f"× {ratio / flop_ratio:.2f} ({MODEL}'s GFLOP/s relative to {BASELINE}'s)")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Summary
 #
 # * The `tflite` step exports the fine-tuned classifiers at fp32, dynamic-range
