@@ -47,3 +47,13 @@ def figures_dir() -> Path:
 def figure_path(name: str) -> Path:
     """Where a figure called `name` (e.g. "01_nonorm_latency.png") is written."""
     return figures_dir() / name
+
+
+def shown_path(path) -> str:
+    """`path` as a notebook prints it: relative to the repository when inside it, so that
+    committed outputs name no directory of the machine that ran them."""
+    path = Path(path)
+    try:
+        return str(path.resolve().relative_to(REPO_ROOT.resolve()))
+    except ValueError:
+        return str(path)

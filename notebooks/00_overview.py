@@ -265,7 +265,7 @@ print(f"\nMobileBERT's FLOPs gap is the largest. Counting its attention as Table
 
 # %%
 fig = anatomy_viz.plot_preset_sizes(presets, runtime.figure_path("00_presets.png"))
-print("saved", runtime.figure_path("00_presets.png"))
+print("saved", runtime.shown_path(runtime.figure_path("00_presets.png")))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Summary

@@ -251,7 +251,7 @@ print("Outside the band in the Table 1 accounting:",
 # %%
 fig = anatomy_viz.plot_mha_ffn_ratio(ratios, paper.MHA_FFN_RATIO_BAND, sweep,
                                      runtime.figure_path("03_mha_ffn_ratio.png"))
-print("saved", runtime.figure_path("03_mha_ffn_ratio.png"))
+print("saved", runtime.shown_path(runtime.figure_path("03_mha_ffn_ratio.png")))
 
 # %% [markdown]
 # Read the figure with its accounting in mind. The band is the paper's finding for its

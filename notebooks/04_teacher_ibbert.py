@@ -80,7 +80,7 @@ pd.set_option("display.max_columns", 20)
 pd.set_option("display.max_colwidth", 90)
 tf.get_logger().setLevel("ERROR")   # no retracing warnings from evaluating several example sets
 ctx = notebook_context()
-print("fast mode:", runtime.fast_mode(), "| pipeline output:", ctx.out_dir,
+print("fast mode:", runtime.fast_mode(), "| pipeline output:", runtime.shown_path(ctx.out_dir),
       "| data:", ctx.data_dir or "builtin (offline default)")
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -284,10 +284,35 @@ for label, report in reports.items():
                                rtol=1e-5)
     assert (report[~report.adapted].trust_ratio == 1.0).all()
     assert not report[~report.adapted].decayed.any()    # norms and biases: plain Adam
+
+# %% [markdown]
+# LAMB's direction by hand for one kernel at update 1, against `lamb_step_report`: m and
+# v start at 0, so $\hat m_1 = g$, $\hat v_1 = g^2$, and $u = g/(|g| + \epsilon) + \lambda x$.
+
+# %%
+k = next(i for i, v in enumerate(fresh.model.trainable_variables)
+         if variable_name(v).endswith("layer_0/attention/query/kernel"))
+x = fresh.model.trainable_variables[k].numpy().astype(np.float64)
+g = first_grads[k].numpy().astype(np.float64)
+b1, b2, eps = fresh.optimizer.beta_1, fresh.optimizer.beta_2, fresh.optimizer.epsilon
+m_hat = (1 - b1) * g / (1 - b1)                                  # m_1 / (1 − β1^1)
+v_hat = (1 - b2) * g ** 2 / (1 - b2)                             # v_1 / (1 − β2^1)
+u = m_hat / (np.sqrt(v_hat) + eps) + experiment_wd * x           # r + λx (a decayed kernel)
+row = reports["update 1 (initialisation)"].set_index("variable").loc[
+    variable_name(fresh.model.trainable_variables[k])]
+ratio_by_hand = np.linalg.norm(x) / np.linalg.norm(u)
+print(f"layer 0 query kernel at update 1: ‖x‖/‖u‖ by hand {ratio_by_hand:.5f}, "
+      f"lamb_step_report {row.trust_ratio:.5f}")
+np.testing.assert_allclose(ratio_by_hand, row.trust_ratio, rtol=1e-4)
+assert row.decayed and row.adapted
+
+# %% [markdown]
 # The schedule's η is 0 at both states (the warm-up starts at 0, the decay ends at 0), so
 # the claim "every adapted variable moves by η‖x‖" is checked by one real update at
 # η = 1e-3: the optimizer's own apply_gradients, with the run's hyperparameters, on the
 # trained weights (restored afterwards). ‖x_{t+1} − x_t‖ / ‖x_t‖ must be η.
+
+# %%
 variables = trained.model.trainable_variables
 probe = type(trained.optimizer).from_config({**trained.optimizer.get_config(),
                                              "learning_rate": 1e-3})
@@ -303,6 +328,8 @@ print(f"one real update at η = 1e-3: every one of the {int(adapted_names.sum())
       f"variables moved by {moved[adapted_names].min():.6f} to {moved[adapted_names].max():.6f}"
       f" of its norm; the {int((~adapted_names).sum())} others (plain Adam) by "
       f"{moved[~adapted_names].min():.2g} to {moved[~adapted_names].max():.2g}")
+
+# %%
 # At update 1, r = m̂/(√v̂+ε) = g/(|g|+ε): every |r| <= 1, so ‖u‖ <= √size + λ‖x‖ and the
 # ratio is at least RMS(x) / (1 + λ RMS(x)), with equality where every |g| >> ε.
 first = reports["update 1 (initialisation)"]

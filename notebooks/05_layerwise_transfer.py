@@ -62,8 +62,10 @@ from mbert_lib.distill.objective import DistillationObjective
 from mbert_lib.distill.trainer import load_stage_student, read_run
 from mbert_lib.models import build_pretrainer
 from mbert_lib.pipeline import ensure, notebook_context
+from mbert_lib.pipeline.core import read_record
 from mbert_lib.train.objectives import model_inputs
 from mbert_lib.viz import transfer as transfer_viz
+from mbert_lib.viz.attention_explorer import AttentionExplorer, draw, explore
 
 pd.set_option("display.width", 180)
 pd.set_option("display.precision", 4)
@@ -167,6 +169,24 @@ np.testing.assert_allclose(float(fmt0["fmt"]), 100 * float(fmt0["fmt_mse"])
 print("MSE = mean term + std term + shape term holds per token to "
       f"{decomposition['max_abs_error']:.1e}")
 
+# %% [markdown]
+# The three terms by hand, in NumPy, over the real tokens (the library's ε = 1e-6 in LN):
+
+# %%
+h_t = t_out["encoder_outputs"][layer_map[0]].astype(np.float64)            # [B, T, H]
+h_s = s0_out["encoder_outputs"][0].astype(np.float64)
+mu_t, mu_s = h_t.mean(-1), h_s.mean(-1)                                    # [B, T]
+var_t, var_s = h_t.var(-1), h_s.var(-1)                                    # [B, T]
+ln = lambda h, mu, var: (h - mu[..., None]) / np.sqrt(var[..., None] + 1e-6)  # noqa: E731
+real = mask > 0                                                            # [B, T]
+by_hand = {"fmt_mse": ((ln(h_t, mu_t, var_t) - ln(h_s, mu_s, var_s)) ** 2).mean(-1)[real].mean(),
+           "fmt_mean": ((mu_s - mu_t) ** 2)[real].mean(),
+           "fmt_var": np.abs(var_s - var_t)[real].mean(),
+           "fmt_paper_mse": ((h_t - h_s) ** 2).mean(-1)[real].mean()}
+for name, value in by_hand.items():
+    np.testing.assert_allclose(float(fmt0[name]), value, rtol=1e-4)
+print("NumPy = library:", {k: f"{v:.5g}" for k, v in by_hand.items()})
+
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 2. Attention transfer (AT)
 #
@@ -205,6 +225,12 @@ print(f"AT layer 0, on probabilities: {kl:.4f}\n"
       f"(uniform would be {np.mean(1 / real_keys):.4f})")
 
 # %%
+# eq. 2 by hand: Σ_keys p log(p/q) per query row, mean over heads and real query rows
+p_t, p_s = a_t.numpy().astype(np.float64), a_s.numpy().astype(np.float64)  # [B, N, T, T]
+with np.errstate(divide="ignore", invalid="ignore"):
+    rows = np.where(p_t > 0, p_t * np.log(p_t / p_s), 0.0).sum(-1)          # [B, N, T]
+kl_by_hand = rows.transpose(0, 2, 1)[mask > 0].mean()                      # real query rows
+np.testing.assert_allclose(kl, kl_by_hand, rtol=1e-4)
 assert kl > 10 * kl_double > 0
 assert spread < np.e * np.max(1 / real_keys)        # softmax of values in [0, 1]: ≤ e × uniform
 np.testing.assert_allclose(float(attention_transfer(a_t, a_t, mask)), 0.0, atol=1e-6)
@@ -242,6 +268,12 @@ print({k: round(float(v), 4) for k, v in pd_terms.items()},
 
 # %%
 np.testing.assert_allclose(float(pd_terms["loss"] - pd_terms["nsp"]), mixed_ce, rtol=1e-5)
+# eq. 3's KD term by hand: −Σ_v p^tr log p^st, weighted mean over the masked positions
+log_q = tf.nn.log_softmax(s_logits["mlm_logits"], -1).numpy().astype(np.float64)   # [B, P, V]
+p_tr = tf.nn.softmax(t_logits["mlm_logits"], -1).numpy().astype(np.float64)
+w = held_out["masked_lm_weights"].numpy().astype(np.float64)                       # [B, P]
+kd_by_hand = (-(p_tr * log_q).sum(-1) * w).sum() / w.sum()
+np.testing.assert_allclose(float(pd_terms["kd"]), kd_by_hand, rtol=1e-4)
 assert float(pd_terms["kd"]) >= 0 and float(pd_terms["mlm"]) > 0
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -437,6 +469,33 @@ fig = transfer_viz.plot_attention_grid(
                                                  for h in range(len(s_maps))]}],
     tokens, runtime.figure_path("05_attention_heads.png"),
     title=f"Every head of layer {deep}: teacher (top) vs the finished PKT student (bottom)")
+
+# %% [markdown]
+# ### Explore: any sentence, layer, head and snapshot
+#
+# `AttentionExplorer` (`mbert_lib/viz/attention_explorer.py`) loads the teacher and every
+# snapshot of the PKT run (before and after each layer's stage, after PD) and of the
+# no-AT ablation (+PD+FMT), and draws teacher, student and teacher − student for one
+# head, each on its own colour scale, with the KL of each query row and the KL of every
+# layer (mean over heads and rows) for the chosen snapshot. In JupyterLab, `explore`
+# gives a text box for the sentence and controls for the rest; without a widget front
+# end the same call draws a static figure. The figure below is one such view, saved
+# for slides: the deepest layer, the head shown above, with and without AT.
+
+# %%
+ablation_dir = ctx.step_dir("ablation_pd_fmt")            # the no-AT row, when it has run
+explorer = AttentionExplorer.from_runs(teacher_result["model_dir"], pkt["model_dir"],
+                                       ablation_dir if read_record(ablation_dir) else None)
+head = int(np.argmin(-(t_maps * np.log(t_maps + 1e-12)).sum(-1).mean(-1)))   # sharpest
+view = explorer.view(sentence, deep, head, "PKT: after PD")
+np.testing.assert_allclose(view["student_probs"], s_maps[head], atol=1e-6)  # the maps above
+np.testing.assert_allclose(view["teacher_probs"], t_maps[head], atol=1e-6)
+np.testing.assert_allclose(view["student_probs"].sum(-1), 1.0, atol=1e-5)
+print("snapshots:", ", ".join(explorer.snapshots))
+fig = draw(view, path=runtime.figure_path("05_attention_explorer.png"))
+
+# %%
+explore(explorer, sentence, layer=deep, head=head, snapshot="PKT: after PD")
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 7. Every layer's losses through the stages

@@ -67,7 +67,7 @@ from mbert_lib.pipeline import ensure, notebook_context
 from mbert_lib.pipeline.core import read_record
 from mbert_lib.pipeline.steps_finetune import (STUDENT_PRETRAINING_STEPS, finetune_experiment,
                                                task_name)
-from mbert_lib.runtime import fast_mode, figure_path
+from mbert_lib.runtime import fast_mode, figure_path, shown_path
 from mbert_lib.train.checkpointing import read_done
 from mbert_lib.viz import finetune as finetune_viz
 
@@ -79,7 +79,7 @@ TASK = get_task(task_name(ctx, SETTINGS))
 NAMES = {"teacher": "teacher (IB-BERT, tiny_teacher)", "pkt": "student, PKT (distilled)",
          "jkt": "student, JKT", "akt": "student, AKT",
          "no_transfer": "student, no transfer", "bert_baseline": "BERT baseline (tiny_bert)"}
-print("fast mode" if fast_mode() else "full mode", "| pipeline output:", ctx.out_dir,
+print("fast mode" if fast_mode() else "full mode", "| pipeline output:", shown_path(ctx.out_dir),
       "| data:", ctx.data_dir or "builtin (offline default)")
 print("task:", TASK.name, "-", TASK.description)
 if TASK.name != "sst2":
@@ -560,14 +560,14 @@ display(ERROR_RATES)
 # 1. Fine-tune the teacher on the **full** SST-2 training set (`--params_override
 #    task.max_train_examples=null`) and compare with the subsample: what does the
 #    laptop subsample cost in dev accuracy, and what does it save in time?
-# 2. Does the progressive student fall behind the no-transfer student because of its
-#    fine-tuning rate? Search it (`python -m mbert_lib finetune --task sst2
-#    --init_checkpoint runs/laptop/pkt --model_dir runs/ft_pkt_grid --data-dir
-#    ../shared/data --config_file experiments/finetune_sst2_laptop.yaml --grid
-#    'trainer.learning_rate=[3e-4,1e-3,3e-3]' --seeds 0,1,2`) and do the same for
-#    `no_transfer`. Does the order change at each model's best rate?
-#    *Hint: notebook 05, section 8, shows how far the PKT student's feature spread moved
-#    toward the teacher's; a rate that suits features of spread 0.1 may not suit 1.*
+# 2. Go back to the earlier recipe, 4,000 training sentences at batch 16
+#    (`--params_override "task.max_train_examples=4000,trainer.batch_size=16"`), for
+#    `runs/laptop/pkt` and `runs/laptop/no_transfer`, seeds 0-2. Which student wins now,
+#    and by how many standard errors? Why can a student that never saw a teacher learn
+#    SST-2 faster from little data?
+#    *Hint: compare the two students' held-out MLM accuracy (section 5) and their dev
+#    accuracy after epoch 1; docs/laptop_recipe.md has our grid over rates and sizes
+#    (about 30 s per run).*
 # 3. Set `task.seq_length=32`: how many dev sentences are truncated, and what does it
 #    cost? Which of the misclassified sentences above were truncated?
 # 4. Fine-tune on MRPC or RTE (put GLUE's MRPC/ or RTE/ folder beside SST-2/): what

@@ -62,7 +62,7 @@ from mbert_lib.cli import main as cli
 from mbert_lib.convert import names
 from mbert_lib.convert.figure import plot_per_head_reshape
 from mbert_lib.paper import TABLE1
-from mbert_lib.runtime import fast_mode, figure_path, pick
+from mbert_lib.runtime import fast_mode, figure_path, pick, shown_path
 
 pd.set_option("display.max_colwidth", 70)
 pd.set_option("display.width", 200)
@@ -198,7 +198,7 @@ print("max |Δ| query:", float(np.abs(q_tf1 - q_keras).max()),
 # %%
 fig = plot_per_head_reshape(kernel_tf1, N, column=(1, 3), name="query kernel, layer 0")
 fig.savefig(figure_path("08_per_head_reshape.png"), dpi=120)
-print("wrote", figure_path("08_per_head_reshape.png"))
+print("wrote", shown_path(figure_path("08_per_head_reshape.png")))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 3 · TF1 → TF2

@@ -60,14 +60,14 @@ from mbert_lib.finetune.features import encode_examples
 from mbert_lib.finetune.tasks import get_task
 from mbert_lib.pipeline import ensure, notebook_context
 from mbert_lib.pipeline.steps_export import finetuned_model_dir
-from mbert_lib.runtime import fast_mode, figure_path
+from mbert_lib.runtime import fast_mode, figure_path, shown_path
 from mbert_lib.viz import tflite as tflite_viz
 from mbert_lib.viz.latency import combination_label
 
 pd.set_option("display.width", 220)
 pd.set_option("display.precision", 4)
 ctx = notebook_context()
-print("fast mode" if fast_mode() else "full mode", "| pipeline output:", ctx.out_dir,
+print("fast mode" if fast_mode() else "full mode", "| pipeline output:", shown_path(ctx.out_dir),
       "| data:", ctx.data_dir or "builtin (offline default)")
 CPU = hardware.cpu_info()
 HARDWARE = hardware.describe(CPU)

@@ -46,3 +46,10 @@ def test_the_notebook_log_writes_repository_paths_relative(capsys):
 
     repo_relative_print(f"finetune: pkt -> {REPO_ROOT / 'runs' / 'laptop' / 'finetune'}")
     assert capsys.readouterr().out == "finetune: pkt -> runs/laptop/finetune\n"
+
+
+def test_shown_paths_are_repository_relative_inside_it_and_unchanged_outside(tmp_path):
+    from mbert_lib.runtime import shown_path
+
+    assert shown_path(REPO_ROOT / "figures" / "00_presets.png") == "figures/00_presets.png"
+    assert shown_path(tmp_path / "x.png") == str(tmp_path / "x.png")
