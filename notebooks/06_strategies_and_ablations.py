@@ -58,6 +58,7 @@ from mbert_lib.distill.trainer import read_run
 from mbert_lib.pipeline import ensure, notebook_context
 from mbert_lib.pipeline.core import read_record
 from mbert_lib.viz import transfer as transfer_viz
+from mbert_lib.viz.strategies import plot_strategy_schedules
 
 pd.set_option("display.width", 180)
 pd.set_option("display.precision", 4)
@@ -101,6 +102,19 @@ print(f"{runs.minutes.sum():.0f} minutes of training in all; "
       f"every Table 8/9 row made {int(budget.iloc[0])} student updates; the teacher: "
       f"MLM accuracy {teacher['eval']['mlm_accuracy']:.4f}, perplexity "
       f"{teacher['eval']['perplexity']:.1f}, NSP accuracy {teacher['eval']['nsp_accuracy']:.4f}")
+
+# %% [markdown]
+# The paper's Figure 2 as the schedule each of our three strategy rows actually ran (read
+# from its run directory): boxes are stages, as wide as their student updates, labelled
+# with the loss terms they train. AKT mixes the layer-wise terms into PD from the first
+# update; JKT trains all layers' terms together, then PD; PKT gives each layer a stage of
+# its own (the layers below at a tenth of its rate, the rest frozen), then PD.
+
+# %%
+plans = {f"{ROWS[step][1]} ({step})": read_run(results[step]["model_dir"])[1]
+         for step in ("akt", "jkt", "pkt")}
+fig = plot_strategy_schedules(plans, path=runtime.figure_path("06_strategies_schedule.png"))
+assert len({sum(s.train_steps for s in stages) for stages in plans.values()}) == 1
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 2. Seeds: how much do the rows move by chance?
