@@ -38,6 +38,7 @@
 #    parameter and FLOP counts.
 
 # %%
+import mbert_lib  # noqa: F401  (TensorFlow's start-up notices kept out of the outputs)
 import numpy as np
 import pandas as pd
 import tensorflow as tf

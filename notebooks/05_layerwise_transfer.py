@@ -46,6 +46,7 @@
 # h intra-block width, N heads, L layers, P masked predictions, V vocabulary.
 
 # %%
+import mbert_lib  # noqa: F401  (TensorFlow's start-up notices kept out of the outputs)
 import numpy as np
 import pandas as pd
 import tensorflow as tf
@@ -90,7 +91,8 @@ teacher = load_pretrainer(teacher_result["model_dir"])
 student_config = experiment.student.build_config()
 layer_map = experiment.distillation.transfer_teacher_layers or tuple(
     range(student_config.num_hidden_layers))
-print(f"teacher: {teacher_result['model_dir']}\nstudent: {pkt['model_dir']}")
+print(f"teacher: {runtime.shown_path(teacher_result['model_dir'])}\nstudent: "
+      f"{runtime.shown_path(pkt['model_dir'])}")
 print(f"data: {data['source']} ({data['data_dir'] or 'builtin corpus'})")
 teacher_config = experiment.teacher.build_config()
 print(pd.DataFrame({name: {"L layers": c.num_hidden_layers, "H inter-block": c.hidden_size,
