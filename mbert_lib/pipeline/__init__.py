@@ -14,7 +14,6 @@ is missing.
 from __future__ import annotations
 
 import os
-
 from pathlib import Path
 from typing import Optional, Sequence
 
