@@ -1,9 +1,12 @@
 """`python -m mbert_lib reproduce --preset smoke` end to end on the offline default data."""
 
+import shutil
+
 import numpy as np
 import pytest
 
 from mbert_lib.cli import main
+from mbert_lib.pipeline import fast_run_dir
 from mbert_lib.pipeline.core import read_record
 from mbert_lib.report import load_records, models, section_status
 from tests.helpers import strict_json_loads
@@ -13,9 +16,13 @@ SECTIONS = ("Machine", "Data and seeds", "Wall time per step", "Table 1: model s
 
 
 @pytest.mark.slow
-def test_smoke_reproduction_runs_resumes_and_reports(tmp_path, monkeypatch, capsys):
+def test_smoke_reproduction_runs_resumes_and_reports(monkeypatch, capsys):
+    """Runs in the fast notebooks' shared directory (emptied first): the notebooks that
+    pytest runs after the tests then find every smoke step done instead of training it
+    again, one notebook at a time."""
     monkeypatch.delenv("MBERT_DATA_DIR", raising=False)
-    out = tmp_path / "smoke"
+    out = fast_run_dir()
+    shutil.rmtree(out, ignore_errors=True)
     assert main(["reproduce", "--preset", "smoke", "--out", str(out)]) == 0
     first = capsys.readouterr().out
     assert "ran" in first and (out / "teacher" / "model.ckpt.index").exists()

@@ -48,17 +48,22 @@ def repo_relative_print(message: str) -> None:
     print(str(message).replace(f"{REPO_ROOT}{os.sep}", ""))
 
 
-def notebook_context(log=repo_relative_print) -> Context:
-    """The context a notebook uses: `laptop` under runs/laptop in a full run (real data
-    when MBERT_DATA_DIR is set), `smoke` in a scratch directory in fast mode, so a
-    test run never touches the full run's artifacts."""
+def fast_run_dir() -> Path:
+    """The scratch directory of the fast-mode (`smoke`) run that notebooks share, and
+    that the end-to-end test builds first so the notebooks find every step done."""
     import tempfile
 
+    return Path(tempfile.gettempdir()) / "mbert_fast_runs"
+
+
+def notebook_context(log=repo_relative_print) -> Context:
+    """The context a notebook uses: `laptop` under runs/laptop in a full run (real data
+    when MBERT_DATA_DIR is set), `smoke` in `fast_run_dir()` in fast mode, so a
+    test run never touches the full run's artifacts."""
     from mbert_lib.runtime import fast_mode
 
     if fast_mode():
-        return make_context("smoke", str(Path(tempfile.gettempdir()) / "mbert_fast_runs"),
-                            log=log, show_progress=False)
+        return make_context("smoke", str(fast_run_dir()), log=log, show_progress=False)
     return make_context("laptop", log=log)
 
 
@@ -69,4 +74,4 @@ def ensure(names: Sequence[str], ctx: Context) -> dict:
 
 
 __all__ = ["Context", "DiskFullError", "PipelineError", "PRESETS", "STEPS", "Step", "ensure",
-           "make_context", "notebook_context", "run_steps", "summary_table"]
+           "fast_run_dir", "make_context", "notebook_context", "run_steps", "summary_table"]
