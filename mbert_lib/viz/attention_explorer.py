@@ -103,12 +103,8 @@ def attention_view(teacher, student, tokenizer, sentence: str, layer: int, head:
 
 def _heatmap(ax, values, tokens, diverging: bool) -> None:
     """One map on its own colour scale (0 .. max, or ±max|·| centred at 0) with a colour bar."""
-    if diverging:
-        bound = max(float(np.abs(values).max()), 1e-9)
-        limits, cmap = (-bound, bound), "RdBu_r"
-    else:
-        limits, cmap = (0.0, max(float(values.max()), 1e-9)), "viridis"
-    sns.heatmap(values, ax=ax, cmap=cmap, vmin=limits[0], vmax=limits[1], square=True,
+    vmin, vmax, cmap = style.map_scale(values, diverging)
+    sns.heatmap(values, ax=ax, cmap=cmap, vmin=vmin, vmax=vmax, square=True,
                 xticklabels=tokens, yticklabels=tokens, cbar_kws={"shrink": 0.7})
     ax.tick_params(axis="both", labelsize=TICK_SIZE, length=0)
     ax.set_xlabel("key", fontsize=11)

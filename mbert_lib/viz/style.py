@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
+import numpy as np
 
 from mbert_lib import atomic
 
@@ -21,3 +22,12 @@ def save(fig, path) -> None:
     if path is not None:
         with atomic.atomic_path(path) as tmp:
             fig.savefig(tmp, dpi=150, bbox_inches="tight", format="png")
+
+
+def map_scale(values, diverging: bool) -> tuple[float, float, str]:
+    """(vmin, vmax, cmap) of one heatmap on its own scale: 0 .. max for probabilities
+    (viridis), ±max|values| centred at 0 for a difference (RdBu_r: red is positive)."""
+    if diverging:
+        bound = max(float(np.max(np.abs(values))), 1e-9)
+        return -bound, bound, "RdBu_r"
+    return 0.0, max(float(np.max(values)), 1e-9), "viridis"

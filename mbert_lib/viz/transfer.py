@@ -33,18 +33,14 @@ def plot_attention_grid(rows: Sequence[Mapping], tokens: Sequence[str], path=Non
                              squeeze=False)
     labels = list(tokens)
     for i, row in enumerate(rows):
-        panels = [(column, np.asarray(probs), "viridis") for column, probs in row["maps"]]
+        panels = [(column, np.asarray(probs), False) for column, probs in row["maps"]]
         if difference is not None:
             (name_a, a), (name_b, b) = row["maps"][difference[0]], row["maps"][difference[1]]
             panels.append((f"{name_a.splitlines()[0]} − {name_b.splitlines()[0]}",
-                           np.asarray(a) - np.asarray(b), "RdBu_r"))
-        for j, (column, values, cmap) in enumerate(panels):
+                           np.asarray(a) - np.asarray(b), True))
+        for j, (column, values, diverging) in enumerate(panels):
             ax = axes[i, j]
-            if cmap == "RdBu_r":
-                bound = max(float(np.max(np.abs(values))), 1e-9)
-                vmin, vmax = -bound, bound
-            else:
-                vmin, vmax = 0.0, max(float(np.max(values)), 1e-9)
+            vmin, vmax, cmap = style.map_scale(values, diverging)
             sns.heatmap(values, ax=ax, cmap=cmap, vmin=vmin, vmax=vmax, square=True,
                         cbar_kws={"shrink": 0.75}, xticklabels=labels if i == n_rows - 1 else [],
                         yticklabels=labels if j == 0 else [])
