@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import tempfile
+import time
+from contextlib import contextmanager
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -57,3 +59,12 @@ def shown_path(path) -> str:
         return str(path.resolve().relative_to(REPO_ROOT.resolve()))
     except ValueError:
         return str(path)
+
+
+@contextmanager
+def stopwatch(label: str):
+    """Prints "`label`: N s wall time" when the block ends (the run time a worked
+    solution reports beside its result)."""
+    start = time.perf_counter()
+    yield
+    print(f"{label}: {time.perf_counter() - start:.1f} s wall time")

@@ -282,12 +282,22 @@ print("saved", runtime.shown_path(runtime.figure_path("00_presets.png")))
 #
 # ## Exercises
 #
+# Worked solutions: `solutions/00_overview_solutions.ipynb`.
+#
 # 1. Using `anatomy.param_breakdown`, find the single component that holds the most
 #    parameters of MobileBERT. How much would the encoder shrink with a vocabulary of
 #    8,192 word pieces instead of 30,522?
+#    *Hint: sort the breakdown by `total` (each × count); only the token table (V·E)
+#    depends on V in the encoder, but the MLM head's `extra_output_weights` and output
+#    bias do too (`heads=True`).*
 # 2. `anatomy.flops(config, T)` grows with T. At which sequence length do the
 #    attention's $T^2$ terms (scores and context) cost as much as all the projections
-#    of a MobileBERT block? And of a BERT_BASE block? (Hint: `anatomy.flops_breakdown`.)
+#    of a MobileBERT block? And of a BERT_BASE block?
+#    *Hint: `anatomy.flops_breakdown` lists the "scores QKᵀ" and "context AV" rows apart
+#    from the projections; the projections grow like T, the two attention products
+#    like T².*
 # 3. Design a preset with about 10M parameters by changing only `num_hidden_layers`
 #    and `num_feedforward_networks` of `mobilebert`. Which choice keeps the MHA:FFN
 #    ratio (`anatomy.mha_ffn_ratio`) inside the paper's 0.4–0.6?
+#    *Hint: the embedding (4.37M) does not depend on L or F, and each extra FFN adds the
+#    same number of parameters to a block; the ratio depends on F only.*

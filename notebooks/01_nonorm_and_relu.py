@@ -477,18 +477,31 @@ print(f"noise: medians are {spread.min():.2f}–{spread.max():.2f}× the fastest
 #
 # ## Exercises
 #
+# Worked solutions: `solutions/01_nonorm_and_relu_solutions.ipynb`.
+#
 # 1. Fold NoNorm into the preceding dense layer: for
 #    `NoNorm(dense(x))` with no residual in between (the bottleneck input),
 #    write $W' = W \operatorname{diag}(\gamma)$, $b' = \gamma \circ b + \beta$,
 #    check it numerically with `mbert_lib.layers`, and count how many of a
 #    block's norms can be folded this way.
+#    *Hint: NoNorm scales output channel c by γ_c, which is column c of W; try the fold
+#    on every norm of a built block and see whose output survives it.*
 # 2. Re-run the latency grid with one thread
 #    (`tf.config.threading.set_intra_op_parallelism_threads(1)` before
 #    anything runs) and with T = 512. Do the ratios move towards the paper's?
 #    Why would longer sequences change the share of the norms?
+#    *Hint: TensorFlow's thread pools are fixed once the runtime starts, so the one-thread
+#    grid needs a fresh Python process; count how the norms' work and the attention's
+#    work grow with T.*
 # 3. Replace the synthetic tokens of the imitation sweep with the hidden
 #    states of a LayerNorm encoder (`get_preset("tiny_teacher")`) on real
 #    token ids. How much of each block's LayerNorm can a NoNorm imitate?
+#    *Hint: the pipeline's trained teacher is a `tiny_teacher`; record the input of every
+#    LayerNorm during one forward pass on held-out text and fit γ, β per channel as in
+#    section 1.*
 # 4. `gelu_new` (the tanh approximation) is cheaper than the erf gelu on some
 #    hardware and dearer on others. Add `("no_norm", "gelu_new")` to the grid
 #    of `norm_act_variants` and place it in the figure.
+#    *Hint: `norm_act_variants(..., grid=NORM_ACT_GRID + (("no_norm", "gelu_new"),))`;
+#    `plot_norm_act_latency` takes any combinations and leaves the paper bar empty where
+#    the paper has no number.*

@@ -358,17 +358,30 @@ fig = plot_param_stacks(
 #
 # ## Exercises
 #
+# Worked solutions: `solutions/02_trigram_embedding_solutions.ipynb`.
+#
 # 1. Replace `trigram_concat` + dense by a `Conv1D` inside a copy of
 #    `MobileBertEmbedding` and time both on this CPU for T = 128 and T = 512
 #    with `mbert_lib.bench.time_callable`. Which is faster, and why might a
 #    TFLite converter prefer one form?
+#    *Hint: subclass `MobileBertEmbedding` and override `call`; copy the kernel as
+#    `W.reshape(3, E, H)[::-1]` (section 2); time the two round-robin
+#    (`mbert_lib.bench.interleaved_timings`) so background load hits both alike, and
+#    list the ops of both TFLite conversions.*
 # 2. Make the window causal, $x_t = [e_t; e_{t-1}; e_{t-2}]$: which
 #    `Conv1D` padding and tap order reproduce it? Which would a left-to-right
 #    language model need?
+#    *Hint: `padding="causal"` pads two zero vectors on the left, so tap k reads
+#    $e_{t+k-2}$; match the taps to W's row blocks.*
 # 3. With $E = 64$ instead of 128, how many parameters does the encoder save,
 #    and how many FLOPs per token does the projection cost? Use
 #    `param_breakdown` and `mbert_lib.anatomy.flops_breakdown`.
+#    *Hint: the token table and the projection's input both scale with E; with the
+#    pre-training heads, remember `extra_output_weights` is $V \times (H - E)$.*
 # 4. The tf-models and Hugging Face implementations also read zeros past the
 #    ends. What would change if the window instead repeated the edge token
 #    (replicate padding)? Implement it with `tf.pad(..., mode="SYMMETRIC")`
 #    and rerun the padded-sentence checks.
+#    *Hint: with a pad width of 1, "SYMMETRIC" repeats the edge row ("REFLECT" would skip
+#    it); build the embedding from the layer's own tables with your own concat and check
+#    it against the layer for the zero-padded window first.*

@@ -473,18 +473,35 @@ print(f"BERT_BASE and TINY are within {near:.1f}% of the paper. "
 #
 # ## Exercises
 #
+# Worked solutions: `solutions/03_bottleneck_blocks_solutions.ipynb`.
+#
 # 1. Build a MobileBERT block with `use_bottleneck_attention=True` and
 #    `key_query_shared_bottleneck=False` (MobileBERT_TINY's attention) but F = 4. Trace
 #    it with `anatomy.trace_sublayers`: which shapes change? What does its MHA:FFN
 #    ratio become, and how many FFNs would put it back in the 0.4–0.6 band?
+#    *Hint: line the two `compare_shape_trace` tables up by step; with Q, K and V all
+#    read from the 128-wide $a$, the MHA has $4(h^2 + h)$ parameters whatever the
+#    accounting.*
 # 2. Check the factorisation of section 2 for the keys: fold $W_s$, $\gamma_s$,
 #    $\beta_s$ into $W^K_\text{eff}$ and compare with `block.attention.key`. Why would
 #    the check fail if the block used LayerNorm instead of NoNorm?
+#    *Hint: $K = \mathrm{Norm}(xW_s + b_s)W^K + b^K$; with NoNorm the whole map is affine in
+#    x, so an affine-combination test ($K(\lambda x_1 + (1-\lambda)x_2) = \lambda K(x_1) +
+#    (1-\lambda) K(x_2)$) passes; try it with LayerNorm.*
 # 3. Keep MobileBERT's per-block parameter count (`anatomy.param_groups`) but choose
 #    h = 192 and F = 1: which intermediate size I gives the same count, and where does
 #    its ratio fall? (The paper's Table 3 explores such trade-offs.)
+#    *Hint: the block count is linear in I with slope $F(2h + 1)$; solve for I, round, and
+#    read both accountings of `anatomy.mha_ffn_ratio`.*
 # 4. Using `anatomy.flops_breakdown`, find the sequence length at which the attention's
 #    $T^2$ terms cost more FLOPs than all four FFNs of a MobileBERT block.
-# 5. Progressive transfer of the last layer compares the teacher's and the student's
-#    last-block outputs and attention maps at every token. Which rows would it need,
-#    and why does `DistillationObjective` then switch `heads_only` off for that model?
+#    *Hint: per block, scores and context cost $2T^2h$ each and the F FFNs $4FThI$; the
+#    ratio is linear in T.*
+# 5. Layer-wise transfer of the last layer compares the teacher's and the student's
+#    last-block outputs and attention maps at every token. Which rows would it need?
+#    `DistillationObjective` runs a model with `heads_only` only in stages with
+#    pre-training distillation: why is it on in PKT's final PD stage but off in the
+#    auxiliary (AKT) stage?
+#    *Hint: read `DistillationObjective._heads_only` and `_forward` beside the stages of
+#    `mbert_lib.distill.plan.plan_stages`; compare `encoder_outputs[-1]` with and without
+#    `heads_only`, and see which rows change the FMT and AT losses.*

@@ -49,7 +49,9 @@ def pair_problems(directory: Path) -> list[str]:
 
 
 def test_repository_notebook_pairs_agree():
-    problems = pair_problems(NOTEBOOKS) if NOTEBOOKS.is_dir() else []
+    """The student notebooks and the instructor copies in notebooks/solutions/."""
+    problems = [problem for directory in (NOTEBOOKS, NOTEBOOKS / "solutions")
+                if directory.is_dir() for problem in pair_problems(directory)]
     assert not problems, ("notebook pairs out of sync (run `jupytext --sync` on them):\n"
                           + "\n".join(problems))
 

@@ -101,3 +101,17 @@ def test_failed_rename_leaves_the_old_file(tmp_path, monkeypatch):
         atomic.write_text(path, "new content")
     assert path.read_text(encoding="utf-8") == "old content"
     assert os.listdir(tmp_path) == ["notes.txt"]
+
+
+def test_stopwatch_prints_the_blocks_wall_time(capsys, monkeypatch):
+    clock = iter([100.0, 102.5])
+    monkeypatch.setattr(runtime.time, "perf_counter", lambda: next(clock))
+    with runtime.stopwatch("exercise 1"):
+        pass
+    assert capsys.readouterr().out == "exercise 1: 2.5 s wall time\n"
+
+
+def test_stopwatch_prints_nothing_when_the_block_fails(capsys):
+    with pytest.raises(ZeroDivisionError), runtime.stopwatch("exercise 2"):
+        1 / 0
+    assert capsys.readouterr().out == ""
