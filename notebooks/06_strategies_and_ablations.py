@@ -473,12 +473,20 @@ print(f"the teacher's held-out MLM accuracy {teacher['eval']['mlm_accuracy']:.4f
 #
 # ## Exercises
 #
+# Worked solutions: `solutions/06_strategies_and_ablations_solutions.ipynb`.
+#
 # 1. Add seeds 3 and 4 (`distill_seeds.seeds` in `mbert_lib/pipeline/steps_seeds.py`,
 #    or a new output directory via `reproduce --out`). Do the verdicts of section 4
 #    change? How does the 2 s.e. band shrink with n?
-# 2. Give PKT the layer-wise budget AKT had: raise `distillation.layer_wise.steps` or the
-#    layer-wise learning rate until `learning_rate_budget` matches, keeping the PD
+#    *Hint: `mbert_lib.seed_contrast` gives s.e.(d) = √(Σ_m c_m² s_m² / n_m); with every row at
+#    n seeds and the seed spreads s_m unchanged, it falls as 1/√n, so the record's three seeds
+#    already tell you how far each comparison is from its band at n = 5.*
+# 2. Give PKT the layer-wise budget AKT had: change the layer-wise learning rate (or
+#    `distillation.layer_wise.steps`) until `learning_rate_budget` matches, keeping the PD
 #    stage. Does PKT's per-layer distance to the teacher, and its MLM accuracy, change?
+#    *Hint: compute the budgets before training anything: `plan_stages` gives a run's stage
+#    plan from its experiment, and the budget is linear in `current_lr_multiplier` (the
+#    layers below train at a fixed fraction of it). Is it a raise or a cut?*
 # 3. Our "+copied embedding and MLM head" row separates what PD's initialisation gives from
 #    what the teacher's MLM distribution gives. Run the other order: PD without the copy
 #    (`distillation.copy_embeddings=false` with `distill_ground_truth_ratio` 0.5, a row of
@@ -488,3 +496,6 @@ print(f"the teacher's held-out MLM accuracy {teacher['eval']['mlm_accuracy']:.4f
 # 4. Section 7 fine-tunes each pre-training seed once. Fine-tune one seed's PKT student
 #    with three fine-tuning seeds (`python -m mbert_lib finetune`): how much of the
 #    downstream spread is fine-tuning noise rather than pre-training noise?
+#    *Hint: the pipeline's `finetune` step already fine-tuned the pre-training seed-0 student
+#    of `pkt` (and of `no_transfer`) with fine-tuning seeds 0, 1, 2, with the settings
+#    `distill_seeds` uses; check that they are the same experiment and read both records.*
