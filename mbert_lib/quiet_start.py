@@ -18,7 +18,11 @@ import sys
 
 
 @contextlib.contextmanager
-def _stderr_to_devnull():
+def native_stderr_silenced():
+    """File descriptor 2 pointed at /dev/null for the block, then restored. C++ notices of
+    TensorFlow, the TFLite converter and the LiteRT interpreter ("Created TensorFlow Lite
+    XNNPACK delegate", "fully_quantize: 0, ...", oneDNN's "supports DT_INT64 only")
+    bypass Python's sys.stderr; exceptions still show, they travel through Python."""
     sys.stderr.flush()
     try:
         saved = os.dup(2)
@@ -40,7 +44,7 @@ def import_tensorflow():
     if "tensorflow" in sys.modules or os.environ.get("MBERT_TF_STARTUP_LOGS") == "1":
         import tensorflow as tf
         return tf
-    with _stderr_to_devnull():
+    with native_stderr_silenced():
         import tensorflow as tf
         tf.config.list_physical_devices()
     return tf

@@ -471,14 +471,28 @@ print("mlm sub-object:", {k: tuple(mlm[k].shape) for k in ("mlm_logits", "nsp_lo
 #
 # ## Exercises
 #
+# Worked solutions: `solutions/08_checkpoints_and_export_solutions.ipynb`.
+#
 # 1. Write the reshape for the *value* kernel of the IB-BERT teacher
-#    (`get_preset("ibbert_large")`): what are D, N and d, and where does head 2
-#    start? Check your answer with `convert.name_table`.
+#    (`get_preset("ibbert_large")`): what are D, N and d, and where does head
+#    n = 2 (counted from 0, as in section 2) start? Check your answer with
+#    `convert.name_table`.
+#    *Hint: the value projection reads the bottleneck only with `use_bottleneck_attention`;
+#    otherwise it reads the block input (width H). Fill a kernel with `np.arange` so that
+#    each entry of row 0 is its own TF1 column, and reshape it with `names.tf1_to_keras`.*
 # 2. Swap γ and β of one NoNorm in the stand-in TF1 checkpoint and convert it:
 #    why does the converter accept it, and which test in
 #    `tests/test_convert_tf1.py` would catch such a mapping bug in the library?
+#    *Hint: the converter checks names and shapes, never values; look for a test that
+#    compares the converted model's outputs with an independent forward pass
+#    (`tests/numpy_reference.py`).*
 # 3. Export the model with `--seq_length 8` and feed a long sentence: which
 #    tokens survive the truncation, and where does `[SEP]` go?
+#    *Hint: `preprocess.tokenize` gives the word pieces before packing; a single segment
+#    keeps `seq_length − 2` of them; try `preprocess.bert_pack_inputs` with two segments too.*
 # 4. Load the encoder SavedModel with `hub.KerasLayer(..., trainable=True)`
 #    and fine-tune it on two toy sentences; confirm that the weights change
 #    while `encoder.vocab_file` and `do_lower_case` stay the same.
+#    *Hint: string input → preprocessing KerasLayer → encoder KerasLayer → Dense(2),
+#    `compile` and `fit` a few steps; compare the layer's `trainable_variables` before and
+#    after, and read `vocab_file` and `do_lower_case` from its `resolved_object`.*

@@ -390,16 +390,32 @@ for s in summarize(RECORDS):
 #
 # ## Exercises
 #
-# 1. Export the student with `--int8_mask_penalty none`
-#    (`python -m mbert_lib export tflite ... --precision int8`) and evaluate it with
-#    `mbert_lib.export.evaluate.evaluate_precisions`: how far does accuracy fall?
-#    Relate it to the step size printed in section 2.
+# Worked solutions: `solutions/09_tflite_quantization_solutions.ipynb`.
+#
+# 1. Export the student at full int8 with the model's own −1e9 mask
+#    (`--int8_mask_penalty none` on `python -m mbert_lib export tflite ... --precision int8`,
+#    or `int8_mask_penalty=None` in `mbert_lib.export.evaluate.evaluate_precisions`, which
+#    exports and evaluates in one call): how far does accuracy fall? Relate it to the step
+#    size printed in section 2.
+#    *Hint: calibrate on the step's training sentences (`steps_export.calibration_features`)
+#    so that only the mask differs; the largest activation step in the file is the step of
+#    the masked scores.*
 # 2. Time `mobilebert` with T = 512 (`python -m mbert_lib bench latency --seq_length 512
 #    --models mobilebert,bert_base --skip_table7 --json /tmp/l512.json`). Which grows
 #    faster, the attention's T² work or the matmuls', and what happens to the ratio?
+#    *Hint: `anatomy.flops.flops_breakdown(config, T)` has the T² rows (scores QKᵀ, context
+#    AV, softmax); the CLI times one T per run, so for ratios to T = 128 from one run time
+#    both lengths together (`tflite_latency.export_variant`, `bench.timing.interleaved_timings`).*
 # 3. Fold NoNorm's γ and β into the following dense layer by hand and check, with
-#    `quantization.int8_tensors`, that the converter's folded kernel equals
-#    `quantize_weights(diag(γ) W)`.
+#    `quantization.int8_tensors` on the `dynamic_int8` file, that the converter's folded
+#    kernel equals `quantize_weights(diag(γ) W)`.
+#    *Hint: (γ ⊙ h + β) W + b = h (diag(γ) W) + (β W + b); in each block FFN k's norm feeds
+#    FFN k+1's intermediate dense; the stored kernel is [out, in], and the folded bias is a
+#    float32 tensor of the file.*
 # 4. Calibrate full int8 on 10 instead of 200 training sentences (the step's
-#    `calibration_examples`): does accuracy move? Why might too few sentences
-#    give ranges that clip real activations?
+#    `calibration_examples`; `evaluate_precisions(..., calibration_limit=10)` keeps the first
+#    10 of them): does accuracy move? Why might too few sentences give ranges that clip
+#    real activations?
+#    *Hint: activation ranges are min/max over the calibration set; read each int8 tensor's
+#    scale and zero point with `ai_edge_litert`'s `Interpreter(...).get_tensor_details()` in
+#    both files (range s·(−128 − z) … s·(127 − z)) and compare them.*

@@ -71,3 +71,31 @@ def test_a_minus_1e9_mask_collapses_the_scores_to_one_level():
     collapsed = quant.fake_quantize(scores, -1e9, 10.0)           # the model's -1e9 mask
     assert len(np.unique(collapsed)) == 1
     assert len(np.unique(bounded)) > 40
+
+
+def test_a_full_integer_file_gives_its_weights_and_activations(dense_kernel_and_file, capfd):
+    """Full int8 (calibrated activations): the kernel is readable too (XNNPACK, when it
+    delegates the graph, frees the constants it packs), and the reading prints nothing."""
+    kernel, _ = dense_kernel_and_file
+    variable = tf.Variable(kernel)
+
+    @tf.function(input_signature=[tf.TensorSpec([1, 64], tf.float32)])
+    def dense(x):
+        return tf.matmul(x, variable)                                    # [1, 32]
+
+    owner = tf.Module()
+    owner.variable = variable
+    converter = tf.lite.TFLiteConverter.from_concrete_functions(
+        [dense.get_concrete_function()], owner)
+    converter.optimizations = [tf.lite.Optimize.DEFAULT]
+    rng = np.random.default_rng(1)
+    converter.representative_dataset = lambda: (
+        [rng.normal(size=(1, 64)).astype(np.float32)] for _ in range(8))
+    converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+    flatbuffer = converter.convert()
+    capfd.readouterr()
+    stored = {t["shape"]: t for t in quant.int8_tensors(flatbuffer)}
+    assert capfd.readouterr().err == ""
+    q, scale = quant.quantize_weights(kernel)
+    assert np.array_equal(stored[(32, 64)]["q"], q.T)                   # the kernel, [out, in]
+    assert (1, 64) in stored and stored[(1, 64)]["scales"].size == 1     # the input activation

@@ -11,7 +11,8 @@ from mbert_lib.runtime import REPO_ROOT
 NOTEBOOKS = sorted((REPO_ROOT / "notebooks").rglob("*.ipynb"))
 ABSOLUTE_PATH = re.compile(r"(?<![\w.~-])/(?:work|home|root|tmp|Users|private|var/folders|mnt)/")
 LOG_LINE = re.compile(r"^(?:[IWEF]\d{4} \d\d:\d\d:\d\d|WARNING: All log messages|"
-                      r"WARNING:tensorflow|WARNING:absl)|cuInit|IProgress not found", re.M)
+                      r"WARNING:tensorflow|WARNING:absl|INFO: Created TensorFlow Lite)|cuInit|"
+                      r"IProgress not found", re.M)
 
 
 def _texts(notebook):
@@ -31,6 +32,7 @@ def test_the_patterns_catch_what_they_are_for():
     assert not ABSOLUTE_PATH.search("wrote runs/laptop/pkt and ../shared/data; 3/tmp")
     assert LOG_LINE.search("x\nI0000 00:00:1796136166.5 port.cc:153] oneDNN custom operations")
     assert LOG_LINE.search("E0000 00:00:17 cuda_platform.cc:52] failed call to cuInit")
+    assert LOG_LINE.search("INFO: Created TensorFlow Lite XNNPACK delegate for CPU.")
     assert not LOG_LINE.search("Iteration 0000 done")
 
 

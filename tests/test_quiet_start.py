@@ -29,3 +29,12 @@ def test_the_notices_can_be_kept():
     err = _stderr_of("import mbert_lib, tensorflow as tf; tf.constant(1) + 1",
                      MBERT_TF_STARTUP_LOGS="1")
     assert any(n in err for n in NOTICES), err
+
+
+def test_native_stderr_is_silenced_only_inside_the_block(capfd):
+    from mbert_lib.quiet_start import native_stderr_silenced
+
+    with native_stderr_silenced():
+        os.write(2, b"inside\n")
+    os.write(2, b"outside\n")
+    assert capfd.readouterr().err == "outside\n"

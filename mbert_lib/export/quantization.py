@@ -90,18 +90,23 @@ def int8_tensors(model: str | os.PathLike | bytes) -> list[dict]:
     the weights (a Dense kernel [in, out] is stored transposed, [out, in],
     axis 0); for a full-integer model, activations too.
     """
-    from ai_edge_litert.interpreter import Interpreter
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
-    if isinstance(model, (bytes, bytearray)):
-        interpreter = Interpreter(model_content=bytes(model))
-    else:
-        interpreter = Interpreter(model_path=os.fspath(model))
+    # Without XNNPACK: the delegate packs the constant tensors it takes and frees their
+    # data (get_tensor then fails with "Tensor data is null" on a full-integer model),
+    # and it announces itself on stderr.
+    source = ({"model_content": bytes(model)} if isinstance(model, (bytes, bytearray))
+              else {"model_path": os.fspath(model)})
+    interpreter = Interpreter(
+        **source, experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
     interpreter.allocate_tensors()
     out = []
     for detail in interpreter.get_tensor_details():
         if detail["dtype"] != np.int8:
             continue
         params = detail["quantization_parameters"]
+        if not len(params["scales"]):      # a kernel's runtime scratch tensor, not in the file
+            continue
         out.append({"name": detail["name"], "shape": tuple(int(s) for s in detail["shape"]),
                     "q": np.array(interpreter.get_tensor(detail["index"])),
                     "scales": np.array(params["scales"]),

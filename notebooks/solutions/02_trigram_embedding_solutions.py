@@ -28,10 +28,8 @@ import mbert_lib  # noqa: F401  (first: silences TensorFlow's start-up logs)
 from mbert_lib import anatomy, count_params, get_preset, runtime
 from mbert_lib.bench import hardware, interleaved_timings, time_callable
 from mbert_lib.layers import MobileBertEmbedding, trigram_concat
+from mbert_lib.quiet_start import native_stderr_silenced
 
-import contextlib
-import os
-import sys
 
 import numpy as np
 import pandas as pd
@@ -139,21 +137,6 @@ keras_table.round(3)
 # default XNNPACK delegate, one thread.
 
 # %%
-@contextlib.contextmanager
-def native_stderr_silenced():
-    """File descriptor 2 pointed at /dev/null: the converter's and the interpreter's C++
-    notices ("Created TensorFlow Lite XNNPACK delegate") bypass Python's sys.stderr."""
-    sys.stderr.flush()
-    saved, devnull = os.dup(2), os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, 2)
-    try:
-        yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(devnull)
-
-
 def to_tflite(layer, T):
     """The layer's forward for a fixed [1, T] input as a TFLite flatbuffer. As in
     `mbert_lib.export.tflite.convert`, a plain tf.Module owns the weights for the
