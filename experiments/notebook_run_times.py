@@ -4,7 +4,8 @@
 
 nbclient (and JupyterLab) record when each cell started and finished in the cell
 metadata; a notebook's run time is first start to last finish. COURSE.md's "run"
-column comes from this script.
+columns (the student notebooks and their instructor copies in notebooks/solutions/)
+come from this script.
 """
 
 import datetime
@@ -27,6 +28,6 @@ def run_minutes(path: pathlib.Path) -> float | None:
 
 
 if __name__ == "__main__":
-    for path in sorted(NOTEBOOKS.glob("0*.ipynb")):
+    for path in sorted(NOTEBOOKS.glob("0*.ipynb")) + sorted(NOTEBOOKS.glob("solutions/0*.ipynb")):
         minutes = run_minutes(path)
         print(f"{path.stem:32s} " + ("no timestamps" if minutes is None else f"{minutes:.1f} min"))

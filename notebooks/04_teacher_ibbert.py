@@ -706,19 +706,34 @@ pd.Series(key_numbers, name="value").to_frame()
 #
 # ## Exercises
 #
+# Worked solutions: `solutions/04_teacher_ibbert_solutions.ipynb`.
+#
 # 1. Train the teacher with `trainer.optimizer.type=adamw` (LAMB without the trust
 #    ratio) at a few peak rates: `python -m mbert_lib pretrain --config_file
 #    experiments/pretrain_tiny_teacher.yaml --params_override
 #    trainer.optimizer.type=adamw,trainer.learning_rate.peak=1e-3 --model_dir runs/adamw`
 #    (add `data.source=local,data.data_dir=$MBERT_DATA_DIR` to read the text used here).
 #    Which rate comes closest to LAMB's? Relate it to the trust ratios at update 1.
+#    *Hint: LAMB moves every element by about η·‖x‖/‖u‖ per step and Adam by about η, so
+#    the AdamW rate that matches LAMB is LAMB's η times a typical trust ratio; read the
+#    ratios at update 1 first.*
 # 2. In `reports["after training"]`, which variables have the largest and the smallest
-#    trust ratios? Why do the embedding table's rows, which get a gradient only when
-#    their token occurs in the batch, behave differently from the block kernels?
+#    trust ratios? Why do the rows of the word-embedding table behave differently from
+#    the block kernels? (A row gets an input-side gradient only when its token occurs in
+#    the batch; the table is also the MLM output layer, so every row gets a small
+#    output-side gradient.)
+#    *Hint: split the table's gradient, its LAMB direction u and its weights x by rows
+#    whose token is in the batch and rows whose token is not.*
 # 3. Masking is static: each pass over the text (`dupe_factor`) gets fresh masks, and
 #    this run sees fewer examples than the data step made. Retrain with
 #    `data.dupe_factor=1`, so the model sees each masked example several times. How do
 #    training and held-out MLM loss diverge? (RoBERTa's *dynamic* masking answers it.)
+#    *Hint: at a short budget, shrink the pool of examples instead, so that the short run
+#    also sees each one many times; compare the same text with fixed masks against the
+#    same text with fresh masks each pass.*
 # 4. The unigram baseline ignores context. Write a bigram baseline (predict a target
 #    from the token before it, when that one is not masked) and place it between unigram
 #    and the teacher in the held-out table.
+#    *Hint: count (previous token, target) pairs over the training targets whose previous
+#    input token is not a target itself; back off to the unigram distribution for unseen
+#    or masked contexts.*

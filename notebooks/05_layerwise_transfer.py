@@ -797,6 +797,8 @@ print(f"held-out MLM accuracy: teacher {headline.loc['mlm_accuracy', 'teacher']:
 #
 # ## Exercises
 #
+# Worked solutions: `solutions/05_layerwise_transfer_solutions.ipynb`.
+#
 # 1. Take the room away again: run `python -m mbert_lib distill` into a new
 #    `--model_dir` with `distillation.layer_wise.current_lr_multiplier=3` (the original
 #    code's rate at 75 steps). Recompute section 7: how far do AT and the MSE fall now,
@@ -808,8 +810,14 @@ print(f"held-out MLM accuracy: teacher {headline.loc['mlm_accuracy', 'teacher']:
 # 2. Compute the decomposition of section 1 for the student *after* its stage. Which of
 #    the three terms did the stage reduce most, and how do the weights 100 / 5000 / 5
 #    explain it?
+#    *Hint: `analysis.fmt_decomposition` takes the teacher's and the student's block
+#    outputs; compare the plain terms and the weighted trained terms before and after.*
 # 3. Replace `attention_transfer` by the double-softmax version in a one-layer stage and
 #    watch the AT curve: what does the student learn about attention?
+#    *Hint: patch the function the objective calls (`mbert_lib.distill.objective.
+#    attention_transfer`) for one run, and measure the KL on the probabilities afterwards.*
 # 4. Map a 2-layer student onto teacher layers [1, 3] with
 #    `distillation.transfer_teacher_layers` (and `student.overrides.num_hidden_layers=2`).
 #    Which teacher layers would you choose for a 6-layer student of a 24-layer teacher?
+#    *Hint: compare each student layer's losses with those of the 4-layer student's layer
+#    that learns the same teacher layer; remember which layer the MLM head reads.*
