@@ -8,24 +8,33 @@ import mbert_lib  # noqa: F401
 from mbert_lib.export import quantization as quant
 
 
-@pytest.fixture(scope="module")
-def dense_kernel_and_file():
-    """A [64, 32] kernel (one channel 10x larger) and its dynamic-range .tflite bytes."""
-    rng = np.random.default_rng(0)
-    kernel = rng.normal(size=(64, 32)).astype(np.float32)
-    kernel[:, 3] *= 10.0
+def _dense_tflite(kernel: np.ndarray, representative=None) -> bytes:
+    """x [1, in] @ kernel [in, out] converted with Optimize.DEFAULT: dynamic-range int8,
+    or full int8 when `representative` (a callable giving batches) calibrates it."""
     variable = tf.Variable(kernel)
 
-    @tf.function(input_signature=[tf.TensorSpec([1, 64], tf.float32)])
+    @tf.function(input_signature=[tf.TensorSpec([1, kernel.shape[0]], tf.float32)])
     def dense(x):
-        return tf.matmul(x, variable)                                    # [1, 32]
+        return tf.matmul(x, variable)                                    # [1, out]
 
     owner = tf.Module()
     owner.variable = variable
     converter = tf.lite.TFLiteConverter.from_concrete_functions(
         [dense.get_concrete_function()], owner)
     converter.optimizations = [tf.lite.Optimize.DEFAULT]
-    return kernel, converter.convert()
+    if representative is not None:
+        converter.representative_dataset = representative
+        converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+    return converter.convert()
+
+
+@pytest.fixture(scope="module")
+def dense_kernel_and_file():
+    """A [64, 32] kernel (one channel 10x larger) and its dynamic-range .tflite bytes."""
+    rng = np.random.default_rng(0)
+    kernel = rng.normal(size=(64, 32)).astype(np.float32)
+    kernel[:, 3] *= 10.0
+    return kernel, _dense_tflite(kernel)
 
 
 def test_weights_are_what_the_converter_stores(dense_kernel_and_file):
@@ -77,22 +86,9 @@ def test_a_full_integer_file_gives_its_weights_and_activations(dense_kernel_and_
     """Full int8 (calibrated activations): the kernel is readable too (XNNPACK, when it
     delegates the graph, frees the constants it packs), and the reading prints nothing."""
     kernel, _ = dense_kernel_and_file
-    variable = tf.Variable(kernel)
-
-    @tf.function(input_signature=[tf.TensorSpec([1, 64], tf.float32)])
-    def dense(x):
-        return tf.matmul(x, variable)                                    # [1, 32]
-
-    owner = tf.Module()
-    owner.variable = variable
-    converter = tf.lite.TFLiteConverter.from_concrete_functions(
-        [dense.get_concrete_function()], owner)
-    converter.optimizations = [tf.lite.Optimize.DEFAULT]
     rng = np.random.default_rng(1)
-    converter.representative_dataset = lambda: (
-        [rng.normal(size=(1, 64)).astype(np.float32)] for _ in range(8))
-    converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
-    flatbuffer = converter.convert()
+    flatbuffer = _dense_tflite(kernel, lambda: (
+        [rng.normal(size=(1, 64)).astype(np.float32)] for _ in range(8)))
     capfd.readouterr()
     stored = {t["shape"]: t for t in quant.int8_tensors(flatbuffer)}
     assert capfd.readouterr().err == ""
