@@ -30,6 +30,23 @@ TABLE1 = {
     "mobilebert_tiny": {"layers": 24, "hidden": 512, "params_m": 15.1},
 }
 
+# The paper's abstract (arXiv 2004.02984): a small real text, e.g. to train a toy WordPiece
+# vocabulary on (notebook 08).
+ABSTRACT = (
+    "Natural Language Processing (NLP) has recently achieved great success by using huge "
+    "pre-trained models with hundreds of millions of parameters. However, these models suffer "
+    "from heavy model sizes and high latency such that they cannot be deployed to "
+    "resource-limited mobile devices. In this paper, we propose MobileBERT for compressing and "
+    "accelerating the popular BERT model. Like the original BERT, MobileBERT is task-agnostic, "
+    "that is, it can be generically applied to various downstream NLP tasks via simple "
+    "fine-tuning. Basically, MobileBERT is a thin version of BERT_LARGE, while equipped with "
+    "bottleneck structures and a carefully designed balance between self-attentions and "
+    "feed-forward networks. To train MobileBERT, we first train a specially designed teacher "
+    "model, an inverted-bottleneck incorporated BERT_LARGE model. Then, we conduct knowledge "
+    "transfer from this teacher to MobileBERT. Empirical studies show that MobileBERT is 4.3x "
+    "smaller and 5.5x faster than BERT_BASE while achieving competitive results on well-known "
+    "benchmarks.")
+
 # Headline efficiency numbers (Pixel 4, TFLite, 4 threads, seq 128).
 FLOPS_B = {"bert_base": 22.5, "mobilebert": 5.7, "mobilebert_tiny": 3.1}
 PIXEL4_LATENCY_MS = {"bert_base": 342.0, "mobilebert": 62.0, "mobilebert_tiny": 40.0,

@@ -42,8 +42,10 @@
 # h intra-block width, N heads, d = h / N head size, O output width, L layers.
 
 # %%
+import atexit
 import json
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -61,16 +63,21 @@ from mbert_lib import convert, get_preset
 from mbert_lib.cli import main as cli
 from mbert_lib.convert import names
 from mbert_lib.convert.figure import plot_per_head_reshape
-from mbert_lib.paper import TABLE1
+from mbert_lib.data import train_wordpiece
+from mbert_lib.paper import ABSTRACT, TABLE1
+from mbert_lib.quiet_start import native_stderr_silenced
 from mbert_lib.runtime import fast_mode, figure_path, pick, shown_path
 
 pd.set_option("display.max_colwidth", 70)
 pd.set_option("display.width", 200)
 pd.set_option("display.max_rows", 100)
 tf.get_logger().setLevel("ERROR")  # no "Assets written to ..." lines from SavedModel export
-WORK = Path(tempfile.mkdtemp(prefix="mbert_08_"))
+SCRATCH = tempfile.mkdtemp(prefix="mbert_08_")       # removed when the kernel stops
+atexit.register(shutil.rmtree, SCRATCH, ignore_errors=True)
+os.chdir(SCRATCH)             # from here on paths are relative to the scratch directory
+WORK = Path(".")
 print("fast mode" if fast_mode() else "full mode", "| TensorFlow", tf.__version__,
-      "| scratch directory:", WORK)
+      "| working in a new scratch directory")
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 1 · One weight, three names
@@ -204,31 +211,22 @@ print("wrote", shown_path(figure_path("08_per_head_reshape.png")))
 # ## 3 · TF1 → TF2
 #
 # A laptop-size stand-in for the released checkpoint. First a vocabulary: a
-# WordPiece vocabulary trained with the `tokenizers` library on the paper's
-# abstract (it is only needed in section 5, but its size fixes V).
+# WordPiece vocabulary trained on the paper's abstract (`mbert_lib.paper.ABSTRACT`)
+# by the project's trainer, which runs `tokenizers`' BPE trainer on a fixed
+# alphabet so that the vocabulary is the same in every process (it is only
+# needed in section 5, but its size fixes V).
 
 # %%
-ABSTRACT = (
-    "Natural Language Processing (NLP) has recently achieved great success by using huge "
-    "pre-trained models with hundreds of millions of parameters. However, these models suffer "
-    "from heavy model sizes and high latency such that they cannot be deployed to "
-    "resource-limited mobile devices. In this paper, we propose MobileBERT for compressing and "
-    "accelerating the popular BERT model. Like the original BERT, MobileBERT is task-agnostic, "
-    "that is, it can be generically applied to various downstream NLP tasks via simple "
-    "fine-tuning. Basically, MobileBERT is a thin version of BERT_LARGE, while equipped with "
-    "bottleneck structures and a carefully designed balance between self-attentions and "
-    "feed-forward networks. To train MobileBERT, we first train a specially designed teacher "
-    "model, an inverted-bottleneck incorporated BERT_LARGE model. Then, we conduct knowledge "
-    "transfer from this teacher to MobileBERT. Empirical studies show that MobileBERT is 4.3x "
-    "smaller and 5.5x faster than BERT_BASE while achieving competitive results on well-known "
-    "benchmarks.")
-wordpiece = BertWordPieceTokenizer(lowercase=True)
-wordpiece.train_from_iterator([ABSTRACT], vocab_size=pick(400, 250), min_frequency=1,
-                              special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"])
+tokenizer = train_wordpiece([ABSTRACT], vocab_size=pick(400, 250), min_frequency=1)
+vocab = list(tokenizer.vocab)                  # the same text gives the same list in any process
 VOCAB_FILE = WORK / "vocab.txt"
-vocab = [t for t, _ in sorted(wordpiece.get_vocab().items(), key=lambda kv: kv[1])]
 VOCAB_FILE.write_text("\n".join(vocab) + "\n")
-print(f"V = {len(vocab)} word pieces, e.g.", vocab[5:12], vocab[-6:])
+wordpiece = BertWordPieceTokenizer(str(VOCAB_FILE), lowercase=True)   # `tokenizers` reads it
+words = [t for t in vocab if t.isalpha() and len(t) > 6]
+pieces = [t for t in vocab if t.startswith("##") and len(t) > 4]
+fillers = sum(t.startswith("[unused") for t in vocab)
+print(f"V = {len(vocab)} word pieces ({fillers} [unused] fillers), e.g. words {words[:6]}, "
+      f"continuations {pieces[:6]}")
 
 # %% [markdown]
 # The model: the laptop student (NoNorm, relu, shared Q/K bottleneck, 4 FFNs
@@ -382,7 +380,8 @@ print("encoder signatures:", list(encoder.signatures), "| do_lower_case:",
 
 # %%
 raw = tf.constant(sentences + ["Café résumés are NAÏVE?"])
-inputs = preprocess(raw)
+with native_stderr_silenced():   # no oneDNN "DT_INT64 only with AVX-512" notice on other CPUs
+    inputs = preprocess(raw)
 pieces = [[vocab[i] for i, m in zip(ids, mask) if m]
           for ids, mask in zip(inputs["input_word_ids"].numpy(), inputs["input_mask"].numpy())]
 width = max(len(p) for p in pieces)

@@ -44,8 +44,10 @@ def write_tfrecord(path: str | os.PathLike, examples: dict[str, np.ndarray]) -> 
                     else:
                         feature[name] = tf.train.Feature(
                             int64_list=tf.train.Int64List(value=values.tolist()))
-                writer.write(tf.train.Example(
-                    features=tf.train.Features(feature=feature)).SerializeToString())
+                # deterministic: the feature map in key order; otherwise its order, and
+                # so the file's bytes, change from one process to the next
+                writer.write(tf.train.Example(features=tf.train.Features(
+                    feature=feature)).SerializeToString(deterministic=True))
     return n
 
 

@@ -5,10 +5,12 @@
     steps.py     data and teacher steps (thin glue to the library) and their settings
     steps_report.py  the last step: REPORT.md from every record (mbert_lib.report)
     registry.py  every step module in order; the `laptop` and `smoke` presets
+    bundle.py    a finished run's trained steps in one checked file, installed by ensure()
 
 Notebooks use the same steps to get (or make) the artifacts they discuss:
 `ensure(["teacher"])` returns the finished step's result, training only what
-is missing.
+is missing (after installing the trained steps of bundles/laptop.tar.xz, when
+the repository has it: bundle.py).
 """
 
 from __future__ import annotations
@@ -62,13 +64,23 @@ def notebook_context(log=repo_relative_print) -> Context:
     test run never touches the full run's artifacts."""
     from mbert_lib.runtime import fast_mode
 
+    from mbert_lib.pipeline.bundle import DEFAULT_BUNDLE
+
     if fast_mode():
         return make_context("smoke", str(fast_run_dir()), log=log, show_progress=False)
-    return make_context("laptop", log=log)
+    ctx = make_context("laptop", log=log)
+    ctx.bundle = DEFAULT_BUNDLE if DEFAULT_BUNDLE.exists() else None
+    return ctx
 
 
 def ensure(names: Sequence[str], ctx: Context) -> dict:
-    """Runs the named steps (and what they need) unless done; {name: result}."""
+    """Runs the named steps (and what they need) unless done; {name: result}. With a
+    bundle in ctx (a notebook's full run, pipeline/bundle.py), its trained steps are
+    installed first instead of trained."""
+    if ctx.bundle is not None:
+        from mbert_lib.pipeline import bundle
+
+        bundle.install(ctx.bundle, ctx)
     run_steps(STEPS, ctx, only=names)
     return {name: ctx.result(name) for name in names}
 

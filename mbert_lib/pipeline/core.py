@@ -80,6 +80,7 @@ class Context:
     data_dir: Optional[str] = None                # a local data directory (../shared/data)
     log: Callable[[str], None] = print
     show_progress: bool = True
+    bundle: Optional[Path] = None                 # trained steps to install (pipeline.bundle)
 
     def step_dir(self, name: str) -> Path:
         return self.out_dir / name
@@ -98,6 +99,18 @@ def fingerprint(settings: Mapping[str, Any], upstream: Sequence[str] = ()) -> st
     text = json.dumps({"settings": settings, "upstream": list(upstream)}, sort_keys=True,
                       default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def step_fingerprints(steps: Sequence[Step], ctx: Context) -> dict[str, str]:
+    """{step name: fingerprint} for `steps` in order under ctx's settings: what a step's
+    record must hold to count as done (a step's upstream is its dependencies' prints)."""
+    prints: dict[str, str] = {}
+    for step in steps:
+        settings = ctx.settings.get(step.name, {})
+        upstream = [prints.get(d, "") for d in step.depends] + [
+            f"{d}:{prints.get(d, 'absent')}" for d in step.used_steps(settings)]
+        prints[step.name] = fingerprint(settings, upstream)
+    return prints
 
 
 def read_record(directory: Path) -> Optional[dict]:
@@ -132,13 +145,10 @@ def run_steps(steps: Sequence[Step], ctx: Context, only: Optional[Sequence[str]]
     wanted = (_with_dependencies(only, by_name, ctx) if only
               else [s.name for s in steps if not s.optional])
     todo = [s for s in steps if s.name in wanted]
-    prints: dict[str, str] = {}
+    prints = step_fingerprints(steps, ctx)
     records = [] if records is None else records
     for k, step in enumerate(todo, 1):
         settings = ctx.settings.get(step.name, {})
-        upstream = [prints.get(d, "") for d in step.depends] + [
-            f"{d}:{prints.get(d, 'absent')}" for d in step.used_steps(settings)]
-        prints[step.name] = fingerprint(settings, upstream)
         directory = ctx.step_dir(step.name)
         record = read_record(directory)
         header = f"[{k}/{len(todo)}] {step.title}"

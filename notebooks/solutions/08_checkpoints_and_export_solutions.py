@@ -35,6 +35,8 @@ from mbert_lib.bench import hardware
 from mbert_lib.cli import main as cli
 from mbert_lib.convert import names
 from mbert_lib.convert import tf2 as convert_tf2
+from mbert_lib.data import train_wordpiece
+from mbert_lib.paper import ABSTRACT
 from mbert_lib.quiet_start import native_stderr_silenced
 
 import contextlib
@@ -76,25 +78,8 @@ def run(argv: list[str]) -> int:
 # 1, every bias non-zero), written as a TF1 checkpoint and converted with `convert tf1`.
 
 # %%
-ABSTRACT = (
-    "Natural Language Processing (NLP) has recently achieved great success by using huge "
-    "pre-trained models with hundreds of millions of parameters. However, these models suffer "
-    "from heavy model sizes and high latency such that they cannot be deployed to "
-    "resource-limited mobile devices. In this paper, we propose MobileBERT for compressing and "
-    "accelerating the popular BERT model. Like the original BERT, MobileBERT is task-agnostic, "
-    "that is, it can be generically applied to various downstream NLP tasks via simple "
-    "fine-tuning. Basically, MobileBERT is a thin version of BERT_LARGE, while equipped with "
-    "bottleneck structures and a carefully designed balance between self-attentions and "
-    "feed-forward networks. To train MobileBERT, we first train a specially designed teacher "
-    "model, an inverted-bottleneck incorporated BERT_LARGE model. Then, we conduct knowledge "
-    "transfer from this teacher to MobileBERT. Empirical studies show that MobileBERT is 4.3x "
-    "smaller and 5.5x faster than BERT_BASE while achieving competitive results on well-known "
-    "benchmarks.")
-wordpiece = BertWordPieceTokenizer(lowercase=True)
-wordpiece.train_from_iterator([ABSTRACT], vocab_size=runtime.pick(400, 250), min_frequency=1,
-                              special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"],
-                              show_progress=False)
-vocab = [t for t, _ in sorted(wordpiece.get_vocab().items(), key=lambda kv: kv[1])]
+tokenizer = train_wordpiece([ABSTRACT], vocab_size=runtime.pick(400, 250), min_frequency=1)
+vocab = list(tokenizer.vocab)
 VOCAB_FILE = WORK / "vocab.txt"
 VOCAB_FILE.write_text("\n".join(vocab) + "\n")
 

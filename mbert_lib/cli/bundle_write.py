@@ -1,0 +1,24 @@
+"""`python -m mbert_lib bundle write`: the compact bundle of a finished run's trained steps."""
+
+HELP = ("pack a finished run's teacher, PKT student, no-AT ablation and transfer summary "
+        "into an xz bundle (+ .sha256) that notebooks install instead of training")
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--preset", default="laptop", help="the run's preset (default: "
+                        "%(default)s)")
+    parser.add_argument("--run", default=None,
+                        help="the run directory (default: runs/<preset>)")
+    parser.add_argument("--data-dir", "--data_dir", dest="data_dir", default=None,
+                        help="the data the run used (default: $MBERT_DATA_DIR, else builtin)")
+    parser.add_argument("--out", default=None,
+                        help="the bundle to write (default: bundles/laptop.tar.xz)")
+
+
+def run(args) -> int:
+    from mbert_lib.pipeline import make_context
+    from mbert_lib.pipeline.bundle import DEFAULT_BUNDLE, write_bundle
+
+    ctx = make_context(args.preset, args.run, args.data_dir)
+    write_bundle(ctx, args.out or DEFAULT_BUNDLE)
+    return 0

@@ -1,0 +1,374 @@
+"""A compact bundle of a finished run's trained steps, so notebooks open without training.
+
+    python -m mbert_lib bundle write     runs/laptop -> bundles/laptop.tar.xz (+ .sha256)
+    python -m mbert_lib bundle install   bundles/laptop.tar.xz -> runs/laptop
+
+The bundle holds the steps notebook 05 reads (`BUNDLE_STEPS`: the teacher, the
+progressive student, the no-AT ablation, the per-layer transfer summary), which
+every later notebook also needs (the teacher alone takes a quarter of an hour
+to pre-train at laptop scale). Each step comes whole, as its consumers read it:
+its record, configs, vocabulary, TensorBoard logs, final weights and every
+stage snapshot, all float32 and bit for bit. What a finished step never reads
+again is left out: a trainer's resume state (the teacher's `checkpoints/`, the
+optimizer moments in the stage checkpoints, which are rewritten model-only).
+
+Three things make it small without rounding a weight: the student snapshots
+share most tensors (layers not yet trained, the embedding copied from the
+teacher), which one xz stream with a dictionary larger than the whole tar
+stores once; the weight files are byte-shuffled (byte k of every float32 in
+one run), so the nearly constant sign/exponent bytes compress; and nothing is
+duplicated on purpose.
+
+The data step is not bundled (its corpus is the dataset itself, which must not
+be redistributed); `install` runs it (seconds) and checks its files against the
+sha256 the bundle recorded, so a bundle never meets other data than it was
+trained on. Steps whose fingerprint (their settings) differs from the current
+code's are not installed: they would be stale.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import io
+import json
+import lzma
+import os
+import shutil
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable, Iterable, Optional, Sequence
+
+import numpy as np
+
+from mbert_lib import atomic
+from mbert_lib.pipeline.core import (STALE_MARK, Context, PipelineError, read_record, run_steps,
+                                     step_fingerprints)
+from mbert_lib.runtime import REPO_ROOT
+
+BUNDLE_STEPS = ("teacher", "pkt", "ablation_pd_fmt", "transfer")
+DEFAULT_BUNDLE = REPO_ROOT / "bundles" / "laptop.tar.xz"
+MAX_BYTES = 25_000_000
+FORMAT = 1
+MANIFEST = "bundle.json"
+RUN_DIR_TOKEN = "@RUN_DIR@"          # the run directory in text files, replaced on install
+TEXT_SUFFIXES = (".json", ".yaml", ".txt")
+WEIGHTS_MARK = ".data-"              # tf.train checkpoint shards: shuffled for xz
+DATA_FILES = ("tokenizer/vocab.txt", "examples/train.tfrecord", "examples/eval.tfrecord")
+
+
+class BundleError(PipelineError):
+    """A bundle that cannot be written or used: damaged, stale, too large, other data."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Installed:
+    """What `install` did: the steps it put in place and those it left as they were."""
+
+    installed: tuple[str, ...]
+    already_done: tuple[str, ...]
+
+
+def sha256_file(path: str | os.PathLike) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def sidecar(bundle: str | os.PathLike) -> Path:
+    """`<bundle>.sha256`: the bundle's sha256 in `sha256sum` format (`sha256sum -c` reads it)."""
+    return Path(f"{os.fspath(bundle)}.sha256")
+
+
+def shuffle_bytes(data: bytes, width: int = 4) -> bytes:
+    """Byte k of every `width`-byte word, for k = 0..width-1, one after the other
+    (zero-padded to whole words; `unshuffle_bytes` needs the original length)."""
+    padded = data + b"\0" * (-len(data) % width)
+    return np.frombuffer(padded, np.uint8).reshape(-1, width).T.tobytes()
+
+
+def unshuffle_bytes(data: bytes, length: int, width: int = 4) -> bytes:
+    return np.frombuffer(data, np.uint8).reshape(width, -1).T.tobytes()[:length]
+
+
+# --------------------------------------------------------------------------- write
+def write_bundle(ctx: Context, out: str | os.PathLike = DEFAULT_BUNDLE,
+                 steps: Sequence[str] = BUNDLE_STEPS, max_bytes: int = MAX_BYTES,
+                 log: Callable[[str], None] = print) -> dict:
+    """Packs ctx's finished `steps` into `out` (xz tar) and `<out>.sha256`; returns the
+    manifest. Refuses unfinished or stale steps, and a result over max_bytes."""
+    prints = step_fingerprints(_pipeline_steps(), ctx)
+    data_record = read_record(ctx.step_dir("data"))
+    if data_record is None or data_record.get("fingerprint") != prints["data"]:
+        raise BundleError(f"{ctx.step_dir('data')}: the data step has not finished with the "
+                          "current settings; run the pipeline first")
+    for name in steps:
+        record = read_record(ctx.step_dir(name))
+        if record is None:
+            raise BundleError(f"step {name!r} has not finished in {ctx.out_dir}; run "
+                              f"`python -m mbert_lib reproduce --steps {name}` first")
+        if record.get("fingerprint") != prints[name]:
+            raise BundleError(f"step {name!r} in {ctx.out_dir} ran with other settings than "
+                              "the current code's (its fingerprint differs); run it again first")
+    run_dir = str(ctx.out_dir.resolve())
+    with tempfile.TemporaryDirectory(prefix="mbert_bundle_") as staging:
+        staging = Path(staging)
+        for name in steps:
+            log(f"bundle: {name}")
+            _stage_step(ctx.step_dir(name), staging / name, run_dir)
+        files = {path.relative_to(staging).as_posix(): _file_entry(path)
+                 for path in sorted(staging.rglob("*")) if path.is_file()}
+        manifest = {
+            "format": FORMAT, "made": time.strftime("%Y-%m-%d %H:%M:%S"),
+            "steps": {name: prints[name] for name in steps},
+            "data": {"fingerprint": prints["data"], "source": data_record["result"]["source"],
+                     "sha256": {f: sha256_file(ctx.step_dir("data") / f) for f in DATA_FILES}},
+            "files": files,
+        }
+        with atomic.atomic_path(out) as tmp:
+            with lzma.open(tmp, "wb", format=lzma.FORMAT_XZ, filters=_xz_filters(files)) as xz, \
+                    tarfile.open(fileobj=xz, mode="w|", format=tarfile.PAX_FORMAT) as tar:
+                _add_bytes(tar, MANIFEST, json.dumps(manifest, indent=1).encode())
+                for relative, entry in files.items():
+                    data = (staging / relative).read_bytes()
+                    _add_bytes(tar, relative, shuffle_bytes(data) if entry["shuffled"] else data)
+            size = os.path.getsize(tmp)
+            if size > max_bytes:
+                raise BundleError(f"the bundle would be {size / 1e6:.1f} MB, over the "
+                                  f"{max_bytes / 1e6:.0f} MB limit; bundle fewer steps")
+            digest = sha256_file(tmp)
+    atomic.write_text(sidecar(out), f"{digest}  {Path(out).name}\n")
+    log(f"bundle: {out} ({size / 1e6:.1f} MB, sha256 {digest[:16]}...), "
+        f"{len(files)} files of {', '.join(steps)}")
+    return manifest
+
+
+def _xz_filters(files: dict) -> list[dict]:
+    """LZMA2 with a dictionary as large as the whole tar, so a tensor repeated in a later
+    snapshot is found however far back it first appeared."""
+    total = sum(entry["bytes"] for entry in files.values()) + (1 << 20)
+    return [{"id": lzma.FILTER_LZMA2, "preset": 9 | lzma.PRESET_EXTREME,
+             "dict_size": min(total, 1 << 30)}]
+
+
+def _stage_step(source: Path, target: Path, run_dir: str) -> None:
+    """Copies a step directory as its consumers read it (see the module docstring)."""
+    distillation = (source / "stages").is_dir()
+    for path in sorted(source.rglob("*")):
+        relative = path.relative_to(source)
+        if not path.is_file() or _is_resume_state(relative, distillation):
+            continue
+        destination = target / relative
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        if path.suffix in TEXT_SUFFIXES:
+            text = path.read_text(encoding="utf-8").replace(run_dir, RUN_DIR_TOKEN)
+            destination.write_text(text, encoding="utf-8")
+        else:
+            shutil.copyfile(path, destination)
+    if distillation:
+        _stage_snapshots(source, target)
+
+
+def _is_resume_state(relative: Path, distillation: bool) -> bool:
+    """A pre-training run's `checkpoints/`; a distillation's stage checkpoints (rewritten)."""
+    parts = relative.parts
+    if parts[0] == "checkpoints":
+        return True
+    return distillation and parts[0] == "stages" and (
+        parts[1] == "init" or (len(parts) > 2 and parts[2] == "checkpoints"))
+
+
+def _stage_snapshots(source: Path, target: Path) -> None:
+    """Each stage's newest checkpoint (and the initial student), model weights only, in
+    the layout `distill.trainer.stage_checkpoint` reads; checked tensor by tensor."""
+    import tensorflow as tf
+
+    from mbert_lib.distill.trainer import init_dir, read_run, stage_checkpoint, stage_dir
+    from mbert_lib.models import build_pretrainer
+
+    experiment, stages = read_run(source)
+    config = experiment.student.build_config()
+    for stage in [None, *stages]:
+        path = stage_checkpoint(source, stage)
+        if path is None:
+            raise BundleError(f"{source}: a finished run without the checkpoint of stage "
+                              f"{'init' if stage is None else stage.name}")
+        relative = Path(os.path.relpath(init_dir(source) if stage is None else os.path.join(
+            stage_dir(source, stage), "checkpoints"), source))
+        student = build_pretrainer(config)
+        tf.train.Checkpoint(model=student).read(path).assert_existing_objects_matched() \
+            .expect_partial()                     # the optimizer's slots are left behind
+        prefix = target / relative / os.path.basename(path)
+        prefix.parent.mkdir(parents=True, exist_ok=True)
+        written = tf.train.Checkpoint(model=student).write(str(prefix))
+        (prefix.parent / "checkpoint").write_text(
+            f'model_checkpoint_path: "{prefix.name}"\n'
+            f'all_model_checkpoint_paths: "{prefix.name}"\n', encoding="utf-8")
+        _check_same_weights(path, written)
+
+
+def _check_same_weights(original: str, rewritten: str) -> None:
+    """Every model tensor of `rewritten` equals the same key in `original`, and none is
+    missing."""
+    import tensorflow as tf
+
+    before, after = tf.train.load_checkpoint(original), tf.train.load_checkpoint(rewritten)
+    model_keys = {k for k in before.get_variable_to_shape_map()
+                  if k.startswith("model/") and ".OPTIMIZER_SLOT" not in k}
+    kept = {k for k in after.get_variable_to_shape_map() if k.startswith("model/")}
+    if kept != model_keys:
+        raise BundleError(f"{original}: the model-only copy has other tensors "
+                          f"({sorted(kept ^ model_keys)[:3]} ...)")
+    for key in model_keys:
+        if not np.array_equal(before.get_tensor(key), after.get_tensor(key)):
+            raise BundleError(f"{original}: {key} changed in the model-only copy")
+
+
+def _file_entry(path: Path) -> dict:
+    return {"sha256": sha256_file(path), "bytes": path.stat().st_size,
+            "shuffled": WEIGHTS_MARK in path.name}
+
+
+def _add_bytes(tar: tarfile.TarFile, name: str, data: bytes) -> None:
+    info = tarfile.TarInfo(name)
+    info.size, info.mtime, info.mode = len(data), 0, 0o644
+    tar.addfile(info, io.BytesIO(data))
+
+
+# --------------------------------------------------------------------------- install
+def read_manifest(bundle: str | os.PathLike) -> dict:
+    """The bundle's manifest (its first member: no need to decompress the rest)."""
+    with lzma.open(bundle, "rb") as xz, tarfile.open(fileobj=xz, mode="r|") as tar:
+        first = next(iter(tar), None)
+        if first is None or first.name != MANIFEST:
+            raise BundleError(f"{bundle}: not a bundle (its first member is not {MANIFEST})")
+        return json.loads(tar.extractfile(first).read())
+
+
+def verify(bundle: str | os.PathLike) -> str:
+    """The bundle's sha256, after checking it against `<bundle>.sha256`."""
+    bundle = Path(bundle)
+    if not bundle.is_file():
+        raise BundleError(f"{bundle}: no such bundle")
+    check = sidecar(bundle)
+    if not check.is_file():
+        raise BundleError(f"{bundle}: its checksum file {check.name} is missing")
+    expected = check.read_text(encoding="utf-8").split()[0]
+    actual = sha256_file(bundle)
+    if actual != expected:
+        raise BundleError(f"{bundle} is damaged or not the bundle {check.name} names "
+                          f"(sha256 {actual[:16]}..., expected {expected[:16]}...)")
+    return actual
+
+
+def install(bundle: str | os.PathLike, ctx: Context,
+            steps: Optional[Iterable[str]] = None) -> Installed:
+    """Puts the bundle's steps (or those of `steps` it holds) into ctx.out_dir.
+
+    Checks the bundle's sha256, then each file's; runs the data step if it has
+    not run and compares its files with the bundle's record of them. A step
+    already done with the current settings is left alone; one with other
+    settings, or a run killed half-way, is moved aside to <step>.stale-bundle.
+    Steps the bundle holds with settings other than the current code's are
+    not installed.
+    """
+    verify(bundle)
+    manifest = read_manifest(bundle)
+    if manifest.get("format") != FORMAT:
+        raise BundleError(f"{bundle}: bundle format {manifest.get('format')}, this code reads "
+                          f"format {FORMAT}; write the bundle again")
+    prints = step_fingerprints(_pipeline_steps(), ctx)
+    asked = [name for name in manifest["steps"] if steps is None or name in steps]
+    wanted = [name for name in asked if manifest["steps"][name] == prints.get(name)]
+    for name in sorted(set(asked) - set(wanted)):
+        ctx.log(f"{_shown(bundle)}: its {name} step was made with other settings than the "
+                "current code's: not installed (write the bundle again from a fresh run)")
+    done = tuple(n for n in wanted if _is_done(ctx, n, prints))
+    todo = [n for n in wanted if n not in done]
+    if not todo:
+        return Installed((), done)
+    _check_data(bundle, manifest, ctx, prints)
+    ctx.out_dir.mkdir(parents=True, exist_ok=True)
+    run_dir = str(ctx.out_dir.resolve())
+    with tempfile.TemporaryDirectory(prefix=".bundle-", dir=ctx.out_dir) as staging:
+        _extract(bundle, manifest, Path(staging), run_dir, todo)
+        for name in todo:
+            target = ctx.step_dir(name)
+            if target.exists():
+                stale = target.with_name(f"{name}{STALE_MARK}bundle")
+                if stale.exists():
+                    shutil.rmtree(stale)
+                target.rename(stale)
+                ctx.log(f"  {target} did not hold a finished {name} step: moved to {stale}")
+            os.replace(Path(staging) / name, target)
+    ctx.log(f"installed {', '.join(todo)} from {_shown(bundle)} (sha256 checked)")
+    return Installed(tuple(todo), done)
+
+
+def _pipeline_steps():
+    from mbert_lib.pipeline.registry import STEPS
+
+    return STEPS
+
+
+def _is_done(ctx: Context, name: str, prints: dict) -> bool:
+    record = read_record(ctx.step_dir(name))
+    return record is not None and record.get("fingerprint") == prints[name]
+
+
+def _check_data(bundle, manifest: dict, ctx: Context, prints: dict) -> None:
+    """The data step of ctx (run now if needed) has exactly the files the bundle's
+    models were trained on."""
+    data = manifest["data"]
+    if data["fingerprint"] != prints["data"]:
+        raise BundleError(f"{bundle}: made with other data settings than the current code's; "
+                          "write the bundle again")
+    if not _is_done(ctx, "data", prints):
+        run_steps(_pipeline_steps(), ctx, only=["data"])
+    for name, expected in data["sha256"].items():
+        if sha256_file(ctx.step_dir("data") / name) != expected:
+            source = f"local data from {ctx.data_dir}" if ctx.data_dir else "builtin data"
+            raise BundleError(
+                f"{bundle}: its models were trained on other data than this run's "
+                f"({ctx.step_dir('data') / name} differs; the bundle was made from "
+                f"{data['source']} data, this run reads {source}). Set MBERT_DATA_DIR to the "
+                "data the bundle was made from, or train without the bundle.")
+
+
+def _extract(bundle, manifest: dict, staging: Path, run_dir: str, steps: Sequence[str]) -> None:
+    """The files of `steps` into staging, each checked against the manifest's sha256."""
+    files = manifest["files"]
+    seen = set()
+    with lzma.open(bundle, "rb") as xz, tarfile.open(fileobj=xz, mode="r|") as tar:
+        for member in tar:
+            if member.name == MANIFEST or member.name.split("/")[0] not in steps:
+                continue
+            entry = files.get(member.name)
+            if entry is None or not member.isfile() or ".." in Path(member.name).parts \
+                    or Path(member.name).is_absolute():
+                raise BundleError(f"{bundle}: {member.name} is not in its manifest")
+            data = tar.extractfile(member).read()
+            if entry["shuffled"]:
+                data = unshuffle_bytes(data, entry["bytes"])
+            if hashlib.sha256(data).hexdigest() != entry["sha256"]:
+                raise BundleError(f"{bundle}: {member.name} does not match its sha256")
+            path = staging / member.name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if path.suffix in TEXT_SUFFIXES:
+                data = data.decode("utf-8").replace(RUN_DIR_TOKEN, run_dir).encode("utf-8")
+            path.write_bytes(data)
+            seen.add(member.name)
+    missing = [f for f in files if f.split("/")[0] in steps and f not in seen]
+    if missing:
+        raise BundleError(f"{bundle}: {len(missing)} files of its manifest are missing "
+                          f"(e.g. {missing[0]})")
+
+
+def _shown(path) -> str:
+    from mbert_lib.runtime import shown_path
+
+    return shown_path(path)

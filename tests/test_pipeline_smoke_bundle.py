@@ -1,0 +1,135 @@
+"""The compact bundle of trained steps (mbert_lib.pipeline.bundle), written from the smoke
+run that test_pipeline_smoke.py builds (the same xdist group, so it has run; otherwise
+the fixture trains the bundled steps itself), installed into fresh run directories."""
+
+import copy
+import shutil
+
+import numpy as np
+import pytest
+
+from mbert_lib.distill.trainer import load_stage_student, read_run
+from mbert_lib.pipeline import STEPS, ensure, fast_run_dir, make_context, run_steps
+from mbert_lib.pipeline.bundle import (BUNDLE_STEPS, DEFAULT_BUNDLE, MAX_BYTES, BundleError,
+                                       install, read_manifest, shuffle_bytes, sidecar,
+                                       unshuffle_bytes, verify, write_bundle)
+from mbert_lib.pipeline.core import read_record, step_fingerprints
+
+
+def quiet(message):
+    pass
+
+
+def smoke_context(out, settings=None, data_from=None):
+    """A smoke-preset context in `out`; with data_from, its finished data step copied
+    in (what install would otherwise rebuild, in seconds)."""
+    ctx = make_context("smoke", str(out), log=quiet, show_progress=False)
+    if settings is not None:
+        ctx.settings = settings
+    if data_from is not None:
+        shutil.copytree(data_from.step_dir("data"), ctx.step_dir("data"))
+    return ctx
+
+
+@pytest.fixture(scope="module")
+def source():
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("MBERT_DATA_DIR", raising=False)
+        ctx = smoke_context(fast_run_dir())
+        ensure(list(BUNDLE_STEPS), ctx)
+        yield ctx
+
+
+@pytest.fixture(scope="module")
+def bundle(source, tmp_path_factory):
+    out = tmp_path_factory.mktemp("bundle") / "smoke.tar.xz"
+    manifest = write_bundle(source, out, log=quiet)
+    return out, manifest
+
+
+def test_shuffle_puts_byte_k_of_every_word_together_and_back():
+    assert shuffle_bytes(b"ABCDabcd") == b"AaBbCcDd"
+    rng = np.random.default_rng(0)
+    for n in range(10):
+        data = rng.integers(0, 256, n, dtype=np.uint8).tobytes()
+        assert unshuffle_bytes(shuffle_bytes(data), n) == data
+
+
+def test_ensure_installs_every_step_as_it_was_and_trains_nothing(source, bundle, tmp_path):
+    path, manifest = bundle
+    verify(path)
+    assert set(manifest["steps"]) == set(BUNDLE_STEPS)
+    target = smoke_context(tmp_path / "run")
+    target.bundle = path
+    ensure(["transfer"], target)
+    records = []
+    run_steps(STEPS, target, only=list(BUNDLE_STEPS), records=records)
+    assert all(r["skipped"] for r in records), records
+    for name in BUNDLE_STEPS:
+        before, after = read_record(source.step_dir(name)), read_record(target.step_dir(name))
+        assert after["finished"] == before["finished"]              # the record, not a re-run
+        assert str(source.out_dir.resolve()) not in target.step_dir(name).joinpath(
+            "step.json").read_text()                                 # paths point at the new run
+    assert after["result"]["path"].startswith(str(target.out_dir.resolve()))
+    teacher = "teacher/model.ckpt.data-00000-of-00001"
+    assert (target.out_dir / teacher).read_bytes() == (source.out_dir / teacher).read_bytes()
+    assert not (target.step_dir("teacher") / "checkpoints").exists()  # resume state left out
+    experiment, stages = read_run(target.step_dir("pkt"))
+    config = experiment.student.build_config()
+    for stage in [None, *stages]:                   # every snapshot, read as notebook 05 does
+        a = load_stage_student(source.step_dir("pkt"), stage, config)
+        b = load_stage_student(target.step_dir("pkt"), stage, config)
+        assert len(a.weights) == len(b.weights) > 0
+        for x, y in zip(a.weights, b.weights):
+            np.testing.assert_array_equal(x.numpy(), y.numpy())
+
+
+def test_a_damaged_bundle_is_refused_before_anything_is_written(bundle, tmp_path):
+    path, _ = bundle
+    damaged = tmp_path / "damaged.tar.xz"
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    damaged.write_bytes(bytes(data))
+    shutil.copyfile(sidecar(path), sidecar(damaged))
+    with pytest.raises(BundleError, match="damaged"):
+        install(damaged, smoke_context(tmp_path / "run"))
+    assert not (tmp_path / "run").exists()
+
+
+def test_other_data_than_the_bundles_is_refused(source, bundle, tmp_path):
+    path, _ = bundle
+    target = smoke_context(tmp_path / "run", data_from=source)
+    vocab = target.step_dir("data") / "tokenizer" / "vocab.txt"
+    vocab.write_text(vocab.read_text() + "extra\n")
+    with pytest.raises(BundleError, match="other data"):
+        install(path, target)
+    assert not target.step_dir("teacher").exists()
+
+
+def test_steps_made_with_other_settings_are_not_installed(source, bundle, tmp_path):
+    path, _ = bundle
+    settings = copy.deepcopy(source.settings)
+    settings["pkt"]["overrides"]["trainer.seed"] = 7
+    target = smoke_context(tmp_path / "run", settings, data_from=source)
+    done = install(path, target)
+    assert set(done.installed) == {"teacher", "ablation_pd_fmt"}     # pkt, and transfer after it
+    assert read_record(target.step_dir("pkt")) is None
+
+
+def test_a_bundle_over_the_limit_leaves_no_file(source, tmp_path):
+    out = tmp_path / "small.tar.xz"
+    with pytest.raises(BundleError, match="over the"):
+        write_bundle(source, out, max_bytes=1000, log=quiet)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_committed_bundle_matches_its_checksum_and_the_laptop_settings(tmp_path):
+    """bundles/laptop.tar.xz: what notebooks install in a full run. A change of the
+    laptop preset's settings makes it stale: write it again from a fresh run."""
+    verify(DEFAULT_BUNDLE)
+    assert DEFAULT_BUNDLE.stat().st_size <= MAX_BYTES
+    manifest = read_manifest(DEFAULT_BUNDLE)
+    prints = step_fingerprints(STEPS, make_context("laptop", str(tmp_path), log=quiet))
+    assert manifest["steps"] == {name: prints[name] for name in BUNDLE_STEPS}
+    assert manifest["data"]["fingerprint"] == prints["data"]
+    assert manifest["data"]["source"] == "local"                     # WikiText-2 + SST-2
