@@ -47,5 +47,20 @@ def pytest_itemcollected(item):
 
 def pytest_collection_modifyitems(items):
     """The shared-run group first: it is the longest, so it must not wait for a free worker
-    (a stable sort: the smoke test stays ahead of the notebooks)."""
+    (a stable sort: the smoke test stays ahead of the notebooks; `--no-loadscope-reorder`
+    keeps xdist from reordering the groups by size)."""
     items.sort(key=lambda item: item.stash.get(GROUP, None) != SHARED_FAST_RUN)
+
+
+def pytest_collection_finish(session):
+    """Under `--dist loadgroup`, xdist tags each node id with its group ("...@fast_run");
+    without the tags the groups are split across workers and the notebooks race the test
+    that builds their run, so stop here instead."""
+    if not session.config.getoption("loadgroup", default=False):
+        return
+    untagged = [item.nodeid for item in session.items if "@" not in item.nodeid]
+    if untagged:
+        raise pytest.UsageError(
+            f"pytest-xdist did not tag {len(untagged)} node ids with their xdist_group (e.g. "
+            f"{untagged[0]}): this pytest and pytest-xdist do not work together (pytest 9 with "
+            "xdist 3.8); install the versions in constraints.txt")
