@@ -106,6 +106,29 @@ def test_other_data_than_the_bundles_is_refused(source, bundle, tmp_path):
     assert not target.step_dir("teacher").exists()
 
 
+def test_a_bundle_of_other_data_is_refused_before_any_step_runs(bundle, tmp_path):
+    path, _ = bundle                                  # made from the builtin corpus
+    target = smoke_context(tmp_path / "run")
+    target.data_dir = str(tmp_path / "a_local_copy")  # a run on local data
+    with pytest.raises(BundleError, match="trained on builtin data, this run reads local"):
+        install(path, target)
+    assert not target.step_dir("data").exists()
+
+
+def test_ensure_goes_on_without_a_bundle_it_cannot_use(source, bundle, tmp_path, monkeypatch):
+    from mbert_lib.pipeline import bundle as bundle_module
+
+    def refuse(path, ctx, steps=None):
+        raise BundleError("made from other data")
+
+    monkeypatch.setattr(bundle_module, "install", refuse)
+    logged = []
+    target = smoke_context(tmp_path / "run", data_from=source)
+    target.log, target.bundle = logged.append, bundle[0]
+    assert ensure(["data"], target)["data"]["source"] == "builtin"
+    assert "not using the bundle: made from other data" in logged and target.bundle is None
+
+
 def test_steps_made_with_other_settings_are_not_installed(source, bundle, tmp_path):
     path, _ = bundle
     settings = copy.deepcopy(source.settings)

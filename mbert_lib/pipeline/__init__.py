@@ -80,7 +80,11 @@ def ensure(names: Sequence[str], ctx: Context) -> dict:
     if ctx.bundle is not None:
         from mbert_lib.pipeline import bundle
 
-        bundle.install(ctx.bundle, ctx)
+        try:
+            bundle.install(ctx.bundle, ctx)
+        except bundle.BundleError as e:          # e.g. other data: train instead, and say why
+            ctx.log(f"not using the bundle: {e}")
+            ctx.bundle = None
     run_steps(STEPS, ctx, only=names)
     return {name: ctx.result(name) for name in names}
 

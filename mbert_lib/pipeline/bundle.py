@@ -327,6 +327,12 @@ def _check_data(bundle, manifest: dict, ctx: Context, prints: dict) -> None:
     if data["fingerprint"] != prints["data"]:
         raise BundleError(f"{bundle}: made with other data settings than the current code's; "
                           "write the bundle again")
+    source = "local" if ctx.data_dir else "builtin"
+    if data["source"] != source:
+        raise BundleError(f"{bundle}: its models were trained on {data['source']} data, this "
+                          f"run reads {source} data"
+                          + (" (set MBERT_DATA_DIR, e.g. ../shared/data)" if not ctx.data_dir
+                             else ""))
     if not _is_done(ctx, "data", prints):
         run_steps(_pipeline_steps(), ctx, only=["data"])
     for name, expected in data["sha256"].items():
