@@ -7,12 +7,23 @@ import os
 import numpy as np
 import pytest
 from safetensors.numpy import load_file, save_file
+from tokenizers import BertWordPieceTokenizer
 
+from mbert_lib import get_preset
 from mbert_lib.cli import main
+from mbert_lib.config import PRESETS
 from mbert_lib.convert import CheckpointMismatchError, convert_hf, load_pretrainer
+from mbert_lib.convert.hf import hf_unrepresentable
+from mbert_lib.convert.names import name_map
+from mbert_lib.data import load_tokenizer
 from tests.convert_fixtures import (STUDENT, TEACHER, assert_matches_reference, hf_config,
                                     hf_tensors, inputs, model_outputs, random_arrays,
                                     reference_shapes)
+
+
+VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "cafe", "the", "re", "##sume", "##s", "are",
+         "na", "##ive", "!", "?", ",", ".", "model", "##ed", "un", "##known"]
+SENTENCES = ["Café résumés are NAÏVE?", "The models, unknown!", "zzz qqq.", "re-sumes"]
 
 
 def _hf_dir(path, config, tensors, config_values=None):
@@ -104,13 +115,18 @@ def test_export_hf_then_import_is_exact(tmp_path):
     convert_hf(_hf_dir(tmp_path / "hf_in", STUDENT, hf_tensors(arrays)), first)
 
     vocab = tmp_path / "vocab.txt"
-    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]"]
-                               + [f"w{i}" for i in range(STUDENT.vocab_size - 4)]) + "\n")
+    vocab.write_text("\n".join(VOCAB + [f"w{i}" for i in range(STUDENT.vocab_size - len(VOCAB))])
+                     + "\n")
     exported = tmp_path / "hf_out"
     assert main(["export", "hf", "--checkpoint", str(first), "--export_dir", str(exported),
                  "--vocab_file", str(vocab)]) == 0
     assert sorted(os.listdir(exported)) == ["config.json", "model.safetensors",
                                             "tokenizer_config.json", "vocab.txt"]
+    tokenizer_config = json.loads((exported / "tokenizer_config.json").read_text())
+    assert tokenizer_config["model_max_length"] == STUDENT.max_position_embeddings
+    assert tokenizer_config["do_lower_case"] is True
+    assert [tokenizer_config[f"{k}_token"] for k in ("unk", "sep", "pad", "cls", "mask")] == [
+        "[UNK]", "[SEP]", "[PAD]", "[CLS]", "[MASK]"]
     written = load_file(str(exported / "model.safetensors"))
     expected = hf_tensors(arrays)
     assert set(written) == set(expected)
@@ -124,8 +140,43 @@ def test_export_hf_then_import_is_exact(tmp_path):
     second = tmp_path / "second"
     assert main(["convert", "hf", "--model_dir", str(exported),
                  "--tf2_checkpoint_path", str(second)]) == 0
+    assert (second / "vocab.txt").read_text() == vocab.read_text()   # the tokenizer came along
+    reference = BertWordPieceTokenizer(str(exported / "vocab.txt"), lowercase=True)
+    for text in SENTENCES:
+        assert load_tokenizer(second).encode(text) == reference.encode(
+            text, add_special_tokens=False).ids, text
     word_ids, mask, type_ids, positions = inputs(STUDENT)
     a = model_outputs(load_pretrainer(first), word_ids, mask, type_ids, positions)
     b = model_outputs(load_pretrainer(second), word_ids, mask, type_ids, positions)
     for key in ("sequence_output", "pooled_output", "mlm_logits", "nsp_logits"):
         np.testing.assert_array_equal(a[key], b[key], err_msg=key)
+
+
+def _transformers_query_weight_shape(config):
+    """transformers' MobileBertSelfAttention.query: nn.Linear(true_hidden_size, N·d) with
+    true_hidden_size = intra_bottleneck_size under a bottleneck, else hidden_size ([out, in])."""
+    true_hidden = config.intra_bottleneck_size if config.use_bottleneck else config.hidden_size
+    heads = config.num_attention_heads
+    return (heads * (true_hidden // heads), true_hidden)
+
+
+@pytest.mark.parametrize("name", sorted(PRESETS) + ["teacher_with_shared_qk"])
+def test_representable_exactly_when_the_query_kernel_has_transformers_shape(name):
+    config = (get_preset("tiny_teacher").replace(key_query_shared_bottleneck=True)
+              if name == "teacher_with_shared_qk" else get_preset(name))
+    ours = next(e.hf_shape for e in name_map(config)
+                if e.hf == "mobilebert.encoder.layer.0.attention.self.query.weight")
+    assert (not hf_unrepresentable(config)) == (ours == _transformers_query_weight_shape(config))
+
+
+def test_the_teachers_are_refused_and_nothing_is_written(tmp_path, capsys):
+    assert hf_unrepresentable(get_preset("ibbert_large"))
+    arrays = random_arrays(reference_shapes(TEACHER), seed=12)
+    checkpoint = tmp_path / "teacher"
+    convert_hf(_hf_dir(tmp_path / "hf_in", TEACHER, hf_tensors(arrays)), checkpoint)
+    exported = tmp_path / "hf_out"
+    assert main(["export", "hf", "--checkpoint", str(checkpoint),
+                 "--export_dir", str(exported)]) == 2
+    message = capsys.readouterr().err
+    assert "cannot represent" in message and "export savedmodel" in message
+    assert not exported.exists()

@@ -145,6 +145,10 @@ def test_hub_failure_suggests_the_offline_sources():
 
     with pytest.raises(DataError, match=r"(?s)Couldn't reach.*--data-dir.*MBERT_DATA_DIR.*builtin"):
         load_pretraining_corpus("hub", hub_loader=offline)
+    # a GLUE task has no builtin source; its way offline is the stand-in task
+    with pytest.raises(DataError, match=r"(?s)--data-dir.*--task builtin_shuffled") as failed:
+        glue.load_sst2("dev", "hub", hub_loader=offline)
+    assert "--source builtin" not in str(failed.value)
 
 
 def test_local_corpus_never_contains_sst2_dev_or_test(data_dir):

@@ -9,9 +9,11 @@ def add_arguments(parser) -> None:
     parser.add_argument("--config", default=None,
                         help="bert_config.json (default: the one in the checkpoint directory)")
     parser.add_argument("--export_dir", required=True, help="output directory")
-    parser.add_argument("--vocab_file", default=None, help="also copy this vocab.txt")
-    parser.add_argument("--do_lower_case", action="store_true", default=True,
-                        help="tokenizer_config.json: lower-case input (default)")
+    parser.add_argument("--vocab_file", default=None,
+                        help="the tokenizer's vocab.txt (default: the checkpoint directory's)")
+    parser.add_argument("--do_lower_case", action="store_true", default=None,
+                        help="tokenizer_config.json: lower-case input (default: the "
+                             "vocabulary's own setting, else lower-case)")
     parser.add_argument("--no_lower_case", dest="do_lower_case", action="store_false",
                         help="tokenizer_config.json: keep case")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing output")

@@ -10,6 +10,11 @@ either name or both, and both must then be equal.
 
     python -m mbert_lib convert hf --model_dir DIR --tf2_checkpoint_path OUT
     python -m mbert_lib export hf --checkpoint CKPT --export_dir DIR
+
+Both carry the tokenizer: vocab.txt and a tokenizer_config.json with the
+casing, the special tokens and (on export) `model_max_length`, the model's
+max_position_embeddings. `export hf` refuses a config transformers' module
+cannot hold (`hf_unrepresentable`).
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import shutil
+from pathlib import Path
 
 import numpy as np
 
@@ -25,10 +30,12 @@ from mbert_lib import atomic
 from mbert_lib.config import MobileBertConfig
 from mbert_lib.convert.check import ConversionReport, match_variables
 from mbert_lib.convert.names import hf_to_tf1, name_map, tf1_to_hf, unused_entries
+from mbert_lib.data.tokenizer import tokenizer_files
 
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
 VOCAB_FILE = "vocab.txt"
+TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
 
 # transformers' MobileBertConfig defaults, for keys a config.json leaves out.
 HF_DEFAULTS = dict(
@@ -63,6 +70,39 @@ def config_from_hf(values: dict, source: str = CONFIG_FILE) -> tuple[MobileBertC
         raise ValueError(f"{source}: true_hidden_size is {values['true_hidden_size']}, but the "
                          f"other fields give {config.attention_width}")
     return config, sorted(k for k in values if k not in fields)
+
+
+def hf_unrepresentable(config: MobileBertConfig) -> list[str]:
+    """Why transformers' MobileBERT cannot hold a model of `config` ([] when it can).
+
+    transformers builds the query and key projections with `true_hidden_size`
+    inputs (the block's inner width h) and feeds them the block input (width H)
+    when the bottleneck neither runs the attention (use_bottleneck_attention)
+    nor gives it a shared query/key input (key_query_shared_bottleneck): a
+    model with that layout and H != h, like the IB-BERT teachers, has
+    query/key kernels of another shape than transformers' module.
+    """
+    reasons = []
+    if (config.use_bottleneck and not config.use_bottleneck_attention
+            and not config.key_query_shared_bottleneck
+            and config.hidden_size != config.intra_bottleneck_size):
+        reasons.append(
+            f"its query/key projections read the block input (width hidden_size = "
+            f"{config.hidden_size}), but transformers' read true_hidden_size = "
+            f"{config.intra_bottleneck_size} unless key_query_shared_bottleneck or "
+            "use_bottleneck_attention is set")
+    return reasons
+
+
+def check_hf_representable(config: MobileBertConfig, what: str = "this model") -> None:
+    """Raises ValueError saying why, and what works instead, if transformers cannot hold it."""
+    reasons = hf_unrepresentable(config)
+    if reasons:
+        raise ValueError(
+            f"transformers' MobileBERT cannot represent {what}: {'; '.join(reasons)}. A "
+            "Hugging Face directory of it would not load (its weights have other shapes than "
+            "the module). What works: `export savedmodel` (a TF-Hub-style SavedModel of any "
+            "config), the TF2 checkpoint itself, or `export hf` of a MobileBERT student.")
 
 
 def config_to_hf(config: MobileBertConfig) -> dict:
@@ -138,16 +178,43 @@ def convert_hf(model_dir: str | os.PathLike, tf2_checkpoint_path: str | os.PathL
 
     config, arrays, report = read_hf_directory(model_dir)
     report.output = os.fspath(tf2_checkpoint_path)
+    tokenizer = read_hf_tokenizer(model_dir)
+    if tokenizer is None:
+        report.notes.append(f"no {VOCAB_FILE} in {os.fspath(model_dir)}: the checkpoint has no "
+                            "tokenizer (fine-tuning it needs task.vocab_file)")
     save_pretrainer(pretrainer_from_tf1_arrays(config, arrays), tf2_checkpoint_path,
-                    use_model_prefix, overwrite, report)
+                    use_model_prefix, overwrite, report,
+                    extra_files=tokenizer_files(tokenizer) if tokenizer is not None else None)
     return report
+
+
+def read_hf_tokenizer(model_dir: str | os.PathLike):
+    """The WordPiece tokenizer of a Hugging Face directory (its vocab.txt, casing from its
+    tokenizer_config.json, default lower-case), or None without a vocab.txt."""
+    from mbert_lib.data.tokenizer import load_tokenizer
+
+    directory = Path(model_dir)
+    if not (directory / VOCAB_FILE).is_file():
+        return None
+    do_lower_case = True
+    config_path = directory / TOKENIZER_CONFIG_FILE
+    if config_path.is_file():
+        try:
+            do_lower_case = bool(json.loads(config_path.read_text(encoding="utf-8")).get(
+                "do_lower_case", True))
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{config_path}: not valid JSON ({e})") from None
+    return load_tokenizer(directory / VOCAB_FILE, do_lower_case=do_lower_case)
 
 
 def write_hf_directory(config: MobileBertConfig, arrays: dict[str, np.ndarray],
                        export_dir: str | os.PathLike, vocab_file: str | None = None,
-                       do_lower_case: bool = True, overwrite: bool = False) -> None:
-    """Writes TF1-named arrays as config.json + model.safetensors (+ vocab.txt), atomically."""
+                       do_lower_case: bool | None = None, overwrite: bool = False) -> None:
+    """Writes TF1-named arrays as config.json + model.safetensors (+ vocab.txt), atomically;
+    refuses a config transformers cannot load (check_hf_representable)."""
     from safetensors.numpy import save_file
+
+    check_hf_representable(config, f"the model exported to {os.fspath(export_dir)}")
 
     tensors = {e.hf: np.ascontiguousarray(tf1_to_hf(e, arrays[e.tf1]), dtype=np.float32)
                for e in name_map(config)}
@@ -157,19 +224,30 @@ def write_hf_directory(config: MobileBertConfig, arrays: dict[str, np.ndarray],
         # transformers refuses safetensors files without a "format" entry.
         save_file(tensors, os.path.join(tmp, WEIGHTS_FILE), metadata={"format": "pt"})
         if vocab_file is not None:
-            shutil.copyfile(vocab_file, os.path.join(tmp, VOCAB_FILE))
-            atomic.write_text(os.path.join(tmp, "tokenizer_config.json"), json.dumps(
-                {"tokenizer_class": "MobileBertTokenizer", "do_lower_case": do_lower_case},
-                indent=2) + "\n")
+            from mbert_lib.data.tokenizer import load_tokenizer
+
+            tokenizer = load_tokenizer(vocab_file, do_lower_case=do_lower_case)
+            if tokenizer.vocab_size != config.vocab_size:
+                raise ValueError(f"{vocab_file} has {tokenizer.vocab_size} tokens, the model's "
+                                 f"vocab_size is {config.vocab_size}")
+            for name, text in tokenizer_files(tokenizer, config.max_position_embeddings,
+                                              "MobileBertTokenizer").items():
+                atomic.write_text(os.path.join(tmp, name), text)
 
 
 def export_hf(checkpoint: str | os.PathLike, export_dir: str | os.PathLike,
               config: MobileBertConfig | None = None, vocab_file: str | None = None,
-              do_lower_case: bool = True, overwrite: bool = False) -> None:
-    """An mbert_lib checkpoint (directory or prefix) -> a Hugging Face directory."""
+              do_lower_case: bool | None = None, overwrite: bool = False) -> None:
+    """An mbert_lib checkpoint (directory or prefix) -> a Hugging Face directory, with the
+    tokenizer of `vocab_file` (default: the checkpoint directory's own); casing: given,
+    else the vocabulary's tokenizer_config.json, else lower-case."""
     from mbert_lib.checkpoints import load_pretrainer
     from mbert_lib.convert.tf2 import tf1_arrays_from_pretrainer
 
     model = load_pretrainer(checkpoint, config)
+    if vocab_file is None:                   # the checkpoint's own, when it has one
+        beside = Path(checkpoint if os.path.isdir(checkpoint) else os.path.dirname(
+            os.fspath(checkpoint))) / VOCAB_FILE
+        vocab_file = str(beside) if beside.is_file() else None
     write_hf_directory(model.config, tf1_arrays_from_pretrainer(model), export_dir,
                        vocab_file, do_lower_case, overwrite)

@@ -67,11 +67,15 @@ def pretrainer_from_tf1_arrays(config: MobileBertConfig, arrays: dict[str, np.nd
 
 
 def save_pretrainer(model, directory: str | os.PathLike, use_model_prefix: bool = False,
-                    overwrite: bool = False, report: ConversionReport | None = None) -> str:
-    """Writes the model directory atomically; returns the weights prefix."""
+                    overwrite: bool = False, report: ConversionReport | None = None,
+                    extra_files: dict[str, str] | None = None) -> str:
+    """Writes the model directory (+ extra_files, {name: text}) atomically; returns the
+    weights prefix."""
     root = None if use_model_prefix else {
         "encoder": model.encoder, "masked_lm": model.masked_lm,
         "next_sentence": model.next_sentence}
-    extra = {REPORT_NAME: report.to_json_string()} if report is not None else None
+    extra = dict(extra_files or {})
+    if report is not None:
+        extra[REPORT_NAME] = report.to_json_string()
     return checkpoints.save_model_dir(model, directory, extra_files=extra,
                                       overwrite=overwrite, root=root)

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Callable, NamedTuple, Optional, Union
 
 from mbert_lib.data.errors import DataError
-from mbert_lib.data.hub import load_hub_split
+from mbert_lib.data.hub import OFFLINE_TASK, load_hub_split
 
 HUB_PATH = "nyu-mll/glue"
 SPLIT_FILES = {"train": "train.tsv", "dev": "dev.tsv", "test": "test_labeled.tsv"}
@@ -168,7 +168,7 @@ def read_glue_tsv(path: str | Path, fmt: GlueFormat) -> list[GlueExample]:
 
 def _hub_examples(fmt: GlueFormat, split: str, loader: Optional[Callable]) -> list[GlueExample]:
     label = f"hub {HUB_PATH}/{fmt.hub_config} split {_HUB_SPLITS[split]}"
-    rows = load_hub_split(HUB_PATH, fmt.hub_config, _HUB_SPLITS[split], loader)
+    rows = load_hub_split(HUB_PATH, fmt.hub_config, _HUB_SPLITS[split], loader, OFFLINE_TASK)
     examples = []
     for index, row in enumerate(rows):
         value = row["label"]

@@ -12,11 +12,17 @@ from typing import Callable, Optional
 from mbert_lib.data.errors import DataError
 
 
-def load_hub_split(path: str, name: str, split: str, loader: Optional[Callable] = None):
+OFFLINE_CORPUS = "or use the builtin corpus (--source builtin)"
+OFFLINE_TASK = ("or fine-tune on the offline stand-in task instead (--task builtin_shuffled; it "
+                "is not GLUE)")
+
+
+def load_hub_split(path: str, name: str, split: str, loader: Optional[Callable] = None,
+                   offline: str = OFFLINE_CORPUS):
     """Rows of `split` of the hub data set `path` (config `name`).
 
     Any failure (no network, unknown name) becomes a DataError that says how
-    to work offline.
+    to work offline: a local copy, or `offline` (what else works for this caller).
     """
     if loader is None:
         import datasets
@@ -28,5 +34,5 @@ def load_hub_split(path: str, name: str, split: str, loader: Optional[Callable] 
         raise DataError(
             f"could not load {path} ({name}, split {split}) from the Hugging Face hub: "
             f"{type(e).__name__}: {e}. Without a network, point --data-dir (or the "
-            "MBERT_DATA_DIR environment variable) at a local copy in the original layout, "
-            "or use the builtin corpus (--source builtin)") from e
+            f"MBERT_DATA_DIR environment variable) at a local copy in the original layout, "
+            f"{offline}") from e

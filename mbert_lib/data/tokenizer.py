@@ -134,13 +134,24 @@ def read_vocab_file(path: str | os.PathLike) -> list[str]:
 def save_tokenizer(tokenizer: WordPieceTokenizer, directory: str | os.PathLike) -> Path:
     """Writes vocab.txt and tokenizer_config.json into `directory` (e.g. a checkpoint dir)."""
     directory = Path(directory)
-    atomic.write_text(directory / VOCAB_FILE, "\n".join(tokenizer.vocab) + "\n")
-    config = {"tokenizer_class": "BertTokenizer", "do_lower_case": tokenizer.do_lower_case,
+    for name, text in tokenizer_files(tokenizer).items():
+        atomic.write_text(directory / name, text)
+    return directory
+
+
+def tokenizer_files(tokenizer: WordPieceTokenizer, max_length: Optional[int] = None,
+                    tokenizer_class: str = "BertTokenizer") -> dict[str, str]:
+    """{file name: text} of vocab.txt and tokenizer_config.json: casing, special tokens and,
+    given max_length (the model's max_position_embeddings), the length limit that
+    transformers' `truncation=True` cuts to."""
+    config = {"tokenizer_class": tokenizer_class, "do_lower_case": tokenizer.do_lower_case,
               "vocab_size": tokenizer.vocab_size,
               "unk_token": UNK, "sep_token": SEP, "pad_token": PAD, "cls_token": CLS,
               "mask_token": MASK}
-    atomic.write_text(directory / CONFIG_FILE, json.dumps(config, indent=2) + "\n")
-    return directory
+    if max_length is not None:
+        config["model_max_length"] = int(max_length)
+    return {VOCAB_FILE: "\n".join(tokenizer.vocab) + "\n",
+            CONFIG_FILE: json.dumps(config, indent=2) + "\n"}
 
 
 def load_tokenizer(path: str | os.PathLike, do_lower_case: Optional[bool] = None
