@@ -32,7 +32,7 @@
 #
 # 1. shows numerically why NoNorm is *not* a re-parameterised LayerNorm,
 # 2. compares gelu and relu (curves and cost),
-# 3. measures the four combinations on this machine's CPU and puts them beside
+# 3. measures the four combinations on the CPU it runs on and puts them beside
 #    the paper's Table 7.
 #
 # Shapes: B batch, T tokens, C channels of the normalised vector, H = 512
@@ -434,10 +434,10 @@ print(f"noise: medians are {spread.min():.2f}–{spread.max():.2f}× the fastest
 #   matmul, so the extra passes cost less.
 # * **Hardware.** A phone's big cores have far less memory bandwidth and cache
 #   than a server x86 core; element-wise ops are memory-bound, matmuls are
-#   compute-bound, so memory-bound ops weigh more on the phone. This
-#   machine also has wide AVX-512 vector units that evaluate an erf
-#   polynomial cheaply.
-# * **Threads and noise.** The paper uses 4 threads; this machine has 2 cores,
+#   compute-bound, so memory-bound ops weigh more on the phone. Server x86
+#   cores also have wide vector units (AVX2; AVX-512 on recent Xeons) that
+#   evaluate an erf polynomial cheaply.
+# * **Threads and noise.** The paper uses 4 threads; a laptop has a few cores,
 #   shared with other jobs while the notebook runs: only ratios measured in
 #   one interleaved run are meaningful, and those shift by several percent
 #   between runs.
@@ -453,7 +453,7 @@ print(f"noise: medians are {spread.min():.2f}–{spread.max():.2f}× the fastest
 # * **NoNorm is not free here.** γ ∘ h + β is still a multiply and an add
 #   per element unless a converter folds γ, β into the neighbouring matmul
 #   (possible where no residual sits between them, e.g. the bottleneck
-#   inputs). TFLite's own numbers on this machine come in notebook 09.
+#   inputs). TFLite's own numbers come in notebook 09.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Summary

@@ -24,7 +24,8 @@
 # 05–06). Their value shows only when they are fine-tuned like BERT: a fresh
 # classification head on the pooled [CLS] vector, all weights trained on a
 # labeled task. The paper reports GLUE (Table 4); SST-2, binary sentiment of
-# movie-review sentences, is the task this machine has a copy of.
+# movie-review sentences, is the task the project reads from a local copy
+# (`MBERT_DATA_DIR`; offline, a built-in stand-in of the same shape).
 #
 # The comparison a reader wants, at laptop scale:
 #

@@ -425,7 +425,7 @@ print("mlm sub-object:", {k: tuple(mlm[k].shape) for k in ("mlm_logits", "nsp_lo
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 7 · With the real checkpoints
 #
-# Not run here (no internet on this machine); the converters were tested only
+# Not run here (the notebooks run offline); the converters were tested only
 # on stand-ins with the released names and shapes. If a real file differs
 # from docs/reference.md in any name or shape, the converter stops and lists
 # every difference instead of guessing.

@@ -44,6 +44,7 @@ from typing import Callable, Iterable, Optional, Sequence
 import numpy as np
 
 from mbert_lib import atomic
+from mbert_lib.data.provenance import sha256_file
 from mbert_lib.pipeline.core import (STALE_MARK, Context, PipelineError, read_record, run_steps,
                                      step_fingerprints)
 from mbert_lib.runtime import REPO_ROOT
@@ -69,14 +70,6 @@ class Installed:
 
     installed: tuple[str, ...]
     already_done: tuple[str, ...]
-
-
-def sha256_file(path: str | os.PathLike) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def sidecar(bundle: str | os.PathLike) -> Path:

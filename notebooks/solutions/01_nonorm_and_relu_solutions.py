@@ -261,14 +261,14 @@ assert n_norms == 1 + per_block * counting.config.num_hidden_layers
 #
 # TensorFlow refuses to change its thread pools after the first op has run, and this
 # kernel has already run many. So the grid is timed twice with the same code: here, in
-# this kernel's default pools (one thread per core, 2 on this machine), and in a fresh
+# this kernel's default pools (one thread per core), and in a fresh
 # Python process with the intra- and inter-op pools set to 1 before anything runs.
 # Each builds the encoders once with `norm_act_variants` (same seed, so identical
 # weights) and times them round-robin with `time_variants` at T = 128 and T = 512
 # (graph mode, B = 1). The grid here also holds exercise 4's `("no_norm", "gelu_new")`.
 #
 # **Scaled down:** 6 of the 24 layers. Each 24-layer variant takes about half a minute
-# to build and trace on this CPU, so the full-depth grid would take 15–20 minutes. All
+# to build and trace on a laptop CPU, so the full-depth grid would take 15–20 minutes. All
 # blocks are identical, so 6 layers change the ratios only through the embedding's
 # larger share.
 
@@ -425,7 +425,7 @@ ax.axhline(1.0, color=style.GREY, ls="--", lw=1)
 ax.set_xticks(range(len(combos)), combos)
 ax.set_ylim(0, 1.35)
 ax.set_ylabel("latency / latency of LayerNorm + gelu")
-ax.set_title(f"Table 7 ratios on this CPU ({grid_layers} MobileBERT layers, TF graph, "
+ax.set_title(f"Table 7 ratios on {hardware.cpu_info()['model']} ({grid_layers} MobileBERT layers, TF graph, "
              "B = 1) vs the paper's Pixel 4")
 ax.legend(ncol=3, loc="upper center", fontsize=11)
 ax.grid(axis="y", alpha=0.3)
@@ -679,7 +679,7 @@ print(f"NoNorm + gelu_new vs NoNorm + gelu, same weights: outputs differ by {rel
       f"of their scale")
 
 # %% [markdown]
-# **Answer.** On this CPU the tanh approximation is the cheaper one *in isolation*:
+# **Answer.** On the CPU of this run (the first cell names it) the tanh approximation is the cheaper one *in isolation*:
 # alone on the activations of one forward pass it takes about two thirds of the erf
 # form's time (`gelu_new / gelu` = 0.68, printed), and relu is three times cheaper than
 # the erf gelu. Inside the model the difference disappears: NoNorm + gelu_new runs as
@@ -698,12 +698,12 @@ print(f"NoNorm + gelu_new vs NoNorm + gelu, same weights: outputs differ by {rel
 # * NoNorm folds exactly into the dense layer before it where no residual intervenes:
 #   2 of a block's 8 norms (input and shared Q/K bottlenecks), 49 of MobileBERT's 193
 #   with the embedding norm, 73 with a chain fold of the attention norm.
-# * Neither one thread nor T = 512 moves this CPU's Table 7 ratios near the Pixel 4's
+# * Neither one thread nor T = 512 moves this run's Table 7 ratios near the Pixel 4's
 #   (NoNorm + relu 0.85–0.92 against 0.32); longer sequences dilute the norms, whose
 #   work grows like T against the attention's $T^2$
 #   (`figures/01_solutions_threads_seq.png`).
 # * In the trained laptop teacher a per-channel NoNorm imitates most LayerNorms to
 #   92–100%, but the FFN norms only to 75–83%; at initialisation all of them to ~99%
 #   (`figures/01_solutions_teacher_imitation.png`).
-# * gelu_new is cheaper than the erf gelu alone on this CPU, but not inside the model,
+# * gelu_new is cheaper than the erf gelu alone in this run, but not inside the model,
 #   where the activation is fused into the matmul (`figures/01_solutions_gelu_new.png`).

@@ -60,7 +60,7 @@ def make_embedding(cfg, cls=MobileBertEmbedding, **kwargs):
 # ## Exercise 1 · Conv1D inside the embedding, and which form is faster
 #
 # > Replace `trigram_concat` + dense by a `Conv1D` inside a copy of
-# > `MobileBertEmbedding` and time both on this CPU for T = 128 and T = 512 with
+# > `MobileBertEmbedding` and time both on your CPU for T = 128 and T = 512 with
 # > `mbert_lib.bench.time_callable`. Which is faster, and why might a TFLite converter
 # > prefer one form?
 #
@@ -205,7 +205,7 @@ print("both forms equal in Keras and in TFLite (to float round-off)")
 # **Answer.** The two forms compute the same embedding (to 1e-7) and cost about the
 # same. In Keras they are within about 10% of each other (Conv1D / dense 0.95 at
 # T = 128 and 1.10 at T = 512 in this run); differences of that size change sign from
-# run to run on a shared machine, so neither form is reliably faster on this CPU
+# run to run on a shared machine, so neither form is reliably faster here
 # (`time_callable` alone gives the same order of magnitude; interleaving keeps
 # background load out of the comparison). Through TFLite with XNNPACK, one thread, the
 # dense form is the faster by about 4% (table). The multiply-adds are identical,
@@ -475,7 +475,7 @@ assert zero_vs_replicate == {"padded (2 [PAD])": [0], "unpadded": [0, n - 1]}
 # ## Summary
 #
 # * A `MobileBertEmbedding` subclass with a width-3 `Conv1D` in the projection's slot
-#   computes the same embedding; on this CPU the two forms take about the same time in
+#   computes the same embedding; in this run the two forms take about the same time in
 #   Keras and in TFLite. The converter turns the convolution into
 #   RESHAPE → CONV_2D → RESHAPE (9 ops in all, against 12 with SLICE, PAD and
 #   CONCATENATION).
