@@ -80,8 +80,9 @@ print("fast mode:", runtime.fast_mode())
 # (real text when `MBERT_DATA_DIR` points at `../shared/data`), fast mode the tiny
 # `smoke` preset in a scratch directory. A full run first installs the trained steps of
 # `bundles/laptop.tar.xz` (the teacher, this student, the no-AT ablation; 24 MB, checked
-# by sha256, `mbert_lib/pipeline/bundle.py`): only the data step then runs, about a
-# minute, instead of the teacher's quarter of an hour (the log below says how long each
+# by sha256, `mbert_lib/pipeline/bundle.py`; it needs `MBERT_DATA_DIR`, the data it was
+# trained on): only the data step then runs, about a minute, instead of the teacher's
+# quarter of an hour (the log below says how long each
 # step took when it ran). Everything is resumable and shared with the other notebooks.
 
 # %%

@@ -47,7 +47,7 @@ from mbert_lib import atomic
 from mbert_lib.data.provenance import sha256_file
 from mbert_lib.pipeline.core import (STALE_MARK, Context, PipelineError, read_record, run_steps,
                                      step_fingerprints)
-from mbert_lib.runtime import REPO_ROOT
+from mbert_lib.runtime import REPO_ROOT, shown_path
 
 BUNDLE_STEPS = ("teacher", "pkt", "ablation_pd_fmt", "transfer")
 DEFAULT_BUNDLE = REPO_ROOT / "bundles" / "laptop.tar.xz"
@@ -278,7 +278,7 @@ def install(bundle: str | os.PathLike, ctx: Context,
     asked = [name for name in manifest["steps"] if steps is None or name in steps]
     wanted = [name for name in asked if manifest["steps"][name] == prints.get(name)]
     for name in sorted(set(asked) - set(wanted)):
-        ctx.log(f"{_shown(bundle)}: its {name} step was made with other settings than the "
+        ctx.log(f"{shown_path(bundle)}: its {name} step was made with other settings than the "
                 "current code's: not installed (write the bundle again from a fresh run)")
     done = tuple(n for n in wanted if _is_done(ctx, n, prints))
     todo = [n for n in wanted if n not in done]
@@ -298,7 +298,7 @@ def install(bundle: str | os.PathLike, ctx: Context,
                 target.rename(stale)
                 ctx.log(f"  {target} did not hold a finished {name} step: moved to {stale}")
             os.replace(Path(staging) / name, target)
-    ctx.log(f"installed {', '.join(todo)} from {_shown(bundle)} (sha256 checked)")
+    ctx.log(f"installed {', '.join(todo)} from {shown_path(bundle)} (sha256 checked)")
     return Installed(tuple(todo), done)
 
 
@@ -365,9 +365,3 @@ def _extract(bundle, manifest: dict, staging: Path, run_dir: str, steps: Sequenc
     if missing:
         raise BundleError(f"{bundle}: {len(missing)} files of its manifest are missing "
                           f"(e.g. {missing[0]})")
-
-
-def _shown(path) -> str:
-    from mbert_lib.runtime import shown_path
-
-    return shown_path(path)
