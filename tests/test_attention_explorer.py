@@ -151,11 +151,18 @@ def test_the_widgets_call_the_explorer_on_every_change(explorer, monkeypatch):
     update = explorer.update
     monkeypatch.setattr(explorer, "update", lambda *a, **k: calls.append(k) or update(*a, **k))
     box = ae.explore(explorer, SENTENCE, widgets=True)
-    text, (layer, head, snapshot) = box.children[0], box.children[1].children
+    text, (layer, head, snapshot), message, image = (box.children[0], box.children[1].children,
+                                                     *box.children[2:])
+    first = bytes(image.value)
+    assert first.startswith(b"\x89PNG") and message.value == ""
     layer.value, head.value = 1, 3
     text.value = "a bad plot"
     assert calls[-1] == {"sentence": "a bad plot", "layer": 1, "head": 3, "snapshot": "final"}
     assert (layer.max, head.max, snapshot.options) == (1, 3, ("final",))
+    assert bytes(image.value).startswith(b"\x89PNG") and bytes(image.value) != first
+    shown = bytes(image.value)
+    text.value = ""                                           # a bad choice: said, figure kept
+    assert "sentence is empty" in message.value and bytes(image.value) == shown
     assert not ae.widgets_available()                         # pytest: no Jupyter kernel
 
 

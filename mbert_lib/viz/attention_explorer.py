@@ -20,6 +20,8 @@ would make the exact KL infinite.
 
 from __future__ import annotations
 
+import html
+import io
 import os
 from collections.abc import Mapping, Sequence
 
@@ -260,18 +262,29 @@ def widgets_available() -> bool:
     return getattr(shell, "kernel", None) is not None
 
 
+def figure_png(fig, dpi: int = 100) -> bytes:
+    """The figure as PNG bytes (closed afterwards)."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight")
+    plt.close(fig)
+    return buffer.getvalue()
+
+
 def explore(explorer: AttentionExplorer, sentence: str, layer: int = 0, head: int = 0,
             snapshot: str | None = None, widgets: bool | None = None):
     """The interactive explorer: a text box, layer / head sliders and a snapshot menu above
     the figure, redrawn on every change (returned as an ipywidgets VBox; leave it as a
     cell's last expression). Without widgets (widgets=False, or None outside a Jupyter
     kernel) the static Figure of the given choice instead.
+
+    The figure is an Image widget whose PNG each change replaces, not an Output widget
+    that captures display(): notebook runners (nbclient, nbmake) can wait forever on
+    an Output widget's captured messages, and a saved notebook keeps the last image.
     """
     snapshot = next(iter(explorer.snapshots)) if snapshot is None else snapshot
     if not (widgets_available() if widgets is None else widgets):
         return explorer.update(sentence, layer, head, snapshot)[1]
     import ipywidgets as w
-    from IPython.display import display
 
     controls = {
         "sentence": w.Text(value=sentence, description="sentence", continuous_update=False,
@@ -282,21 +295,18 @@ def explore(explorer: AttentionExplorer, sentence: str, layer: int = 0, head: in
                             description="head", continuous_update=False),
         "snapshot": w.Dropdown(options=list(explorer.snapshots), value=snapshot,
                                description="snapshot", layout=w.Layout(width="40%"))}
-    out = w.Output()
+    image, message = w.Image(format="png"), w.HTML()
 
     def redraw(_=None):
-        with out:
-            out.clear_output(wait=True)
-            try:
-                _, fig = explorer.update(**{k: c.value for k, c in controls.items()})
-            except ValueError as e:               # e.g. an empty sentence: say so, keep going
-                print(e)
-                return
-            display(fig)
-            plt.close(fig)
+        try:
+            _, fig = explorer.update(**{k: c.value for k, c in controls.items()})
+        except ValueError as e:               # e.g. an empty sentence: say so, keep the figure
+            message.value = f"<b>{html.escape(str(e))}</b>"
+            return
+        image.value, message.value = figure_png(fig), ""
 
     for control in controls.values():
         control.observe(redraw, names="value")
     redraw()
     return w.VBox([controls["sentence"], w.HBox([controls["layer"], controls["head"],
-                                                 controls["snapshot"]]), out])
+                                                 controls["snapshot"]]), message, image])
