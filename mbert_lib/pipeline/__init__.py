@@ -1,6 +1,7 @@
 """`python -m mbert_lib reproduce`: the paper's pipeline at laptop scale, resumable, step by step.
 
     core.py      Step / Context / run_steps: records, skipping of finished steps, summary
+    eta.py       the time a run has left, from recorded step times (step_seconds.json)
     checks.py    the data directory before a run, a full disk during one
     steps.py     data and teacher steps (thin glue to the library) and their settings
     steps_report.py  the last step: REPORT.md from every record (mbert_lib.report)
@@ -41,7 +42,7 @@ def make_context(preset: str = "laptop", out_dir: Optional[str] = None,
     settings = get_pipeline_preset(preset)
     out = Path(out_dir) if out_dir else DEFAULT_OUT / preset
     return Context(out_dir=out, settings=settings, data_dir=data_dir_or_env(data_dir), log=log,
-                   show_progress=show_progress)
+                   show_progress=show_progress, preset=preset)
 
 
 def repo_relative_print(message: str) -> None:

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Sequence
 
 from mbert_lib import atomic, strict_json
-from mbert_lib.pipeline import checks
+from mbert_lib.pipeline import checks, eta
 
 RECORD_FILE = "step.json"
 
@@ -81,6 +81,7 @@ class Context:
     log: Callable[[str], None] = print
     show_progress: bool = True
     bundle: Optional[Path] = None                 # trained steps to install (pipeline.bundle)
+    preset: Optional[str] = None                  # its name: the reference step times (eta.py)
 
     def step_dir(self, name: str) -> Path:
         return self.out_dir / name
@@ -136,8 +137,9 @@ def run_steps(steps: Sequence[Step], ctx: Context, only: Optional[Sequence[str]]
               records: Optional[list] = None) -> list[dict]:
     """Runs `steps` in order (or those in `only` and what they depend on); returns records.
 
-    Prints "[k/n] title" per step, "(done, skipped)" for finished ones, and
-    the wall time of each. `records`, if given, receives each record as it
+    Prints "[k/n] title" per step with the time it and the rest of the run are
+    expected to take (eta.py), "(done, skipped)" for finished ones, and the
+    wall time of each. `records`, if given, receives each record as it
     is made, and a {"step", "failed": True, "seconds"} entry for a step that
     raises (so a caller can show how far a failed run got).
     """
@@ -146,18 +148,23 @@ def run_steps(steps: Sequence[Step], ctx: Context, only: Optional[Sequence[str]]
               else [s.name for s in steps if not s.optional])
     todo = [s for s in steps if s.name in wanted]
     prints = step_fingerprints(steps, ctx)
+    found = {s.name: read_record(ctx.step_dir(s.name)) for s in todo}
+    pending = [s.name for s in todo if s.rerun or found[s.name] is None
+               or found[s.name].get("fingerprint") != prints[s.name]]
+    estimate = eta.Estimate({**eta.reference_seconds(ctx.preset),
+                             **{n: found[n]["seconds"] for n in pending if found[n]}})
     records = [] if records is None else records
     for k, step in enumerate(todo, 1):
         settings = ctx.settings.get(step.name, {})
         directory = ctx.step_dir(step.name)
-        record = read_record(directory)
+        record = found[step.name]
         header = f"[{k}/{len(todo)}] {step.title}"
-        if (record is not None and not step.rerun
-                and record.get("fingerprint") == prints[step.name]):
+        if step.name not in pending:
             ctx.log(f"{header}: done ({record['seconds']:.0f} s when it ran), skipped")
             records.append({**record, "skipped": True})
             continue
-        ctx.log(header)
+        expected = estimate.describe(step.name, pending[pending.index(step.name):])
+        ctx.log(f"{header} ({expected})" if expected else header)
         if record is not None and not step.rerun:
             _move_aside(directory, record, ctx)
         for dependency in step.depends:
@@ -180,6 +187,7 @@ def run_steps(steps: Sequence[Step], ctx: Context, only: Optional[Sequence[str]]
             if checks.is_disk_full(e):
                 raise DiskFullError(checks.disk_full_message(step.name, ctx.out_dir, e)) from e
             raise
+        estimate.observe(step.name, record["seconds"])
         ctx.log(f"{header}: finished in {record['seconds']:.0f} s")
         records.append({**record, "skipped": False})
     return records
