@@ -165,6 +165,11 @@ def checkpoint_kind(shapes: Mapping[str, tuple]) -> tuple[Optional[str], str]:
     return None, root
 
 
+def stored_kind(path: str | os.PathLike) -> Optional[str]:
+    """The kind (KINDS) of the model a directory or checkpoint holds, None if no model."""
+    return checkpoint_kind(checkpoint_shapes(resolve_checkpoint(path)))[0]
+
+
 def _probe_shapes(root: tf.train.Checkpoint) -> dict[str, tuple[int, ...]]:
     """The variable paths and shapes `root` would write (an in-memory checkpoint)."""
     directory = f"ram://mbert_probe_{uuid.uuid4().hex}"

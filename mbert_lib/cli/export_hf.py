@@ -1,11 +1,14 @@
 """`python -m mbert_lib export hf`: an mbert_lib checkpoint -> the Hugging Face layout."""
 
-HELP = "write a TF2 checkpoint as a Hugging Face MobileBERT directory (config.json + model.safetensors)"
+HELP = ("write a model directory as a Hugging Face MobileBERT directory (config.json + "
+        "model.safetensors + tokenizer): a pretrainer as MobileBertForPreTraining, a "
+        "fine-tuned classifier as MobileBertForSequenceClassification")
 
 
 def add_arguments(parser) -> None:
     parser.add_argument("--checkpoint", required=True,
-                        help="mbert_lib checkpoint directory (or a prefix inside one)")
+                        help="a model directory (a pretrainer, or a `finetune` output) or a prefix "
+                             "inside one")
     parser.add_argument("--config", default=None,
                         help="bert_config.json (default: the one in the checkpoint directory)")
     parser.add_argument("--export_dir", required=True, help="output directory")
@@ -30,7 +33,8 @@ def run(args) -> int:
     from mbert_lib.convert import export_hf
 
     config = MobileBertConfig.from_json_file(args.config) if args.config else None
-    export_hf(args.checkpoint, args.export_dir, config, args.vocab_file, args.do_lower_case,
-              args.overwrite)
-    print(f"wrote {args.export_dir}: {', '.join(sorted(os.listdir(args.export_dir)))}")
+    architecture = export_hf(args.checkpoint, args.export_dir, config, args.vocab_file,
+                             args.do_lower_case, args.overwrite)
+    print(f"wrote {args.export_dir} ({architecture}): "
+          f"{', '.join(sorted(os.listdir(args.export_dir)))}")
     return 0

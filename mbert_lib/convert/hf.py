@@ -209,18 +209,27 @@ def read_hf_tokenizer(model_dir: str | os.PathLike):
 
 def write_hf_directory(config: MobileBertConfig, arrays: dict[str, np.ndarray],
                        export_dir: str | os.PathLike, vocab_file: str | None = None,
-                       do_lower_case: bool | None = None, overwrite: bool = False) -> None:
+                       do_lower_case: bool | None = None, overwrite: bool = False, *,
+                       hf_config: dict | None = None,
+                       head_tensors: dict[str, np.ndarray] | None = None) -> None:
     """Writes TF1-named arrays as config.json + model.safetensors (+ vocab.txt), atomically;
-    refuses a config transformers cannot load (check_hf_representable)."""
+    refuses a config transformers cannot load (check_hf_representable).
+
+    By default the arrays are a Pretrainer's and config.json is config_to_hf(config); a
+    classifier (hf_classifier.py) passes its encoder's arrays, its own config.json and its
+    head under Hugging Face names (`head_tensors`, PyTorch layout).
+    """
     from safetensors.numpy import save_file
 
     check_hf_representable(config, f"the model exported to {os.fspath(export_dir)}")
 
     tensors = {e.hf: np.ascontiguousarray(tf1_to_hf(e, arrays[e.tf1]), dtype=np.float32)
-               for e in name_map(config)}
+               for e in name_map(config, include_heads=head_tensors is None)}
+    tensors.update({k: np.ascontiguousarray(v, dtype=np.float32)
+                    for k, v in (head_tensors or {}).items()})
     with atomic.atomic_directory(export_dir, overwrite=overwrite) as tmp:
-        atomic.write_text(os.path.join(tmp, CONFIG_FILE),
-                          json.dumps(config_to_hf(config), indent=2, sort_keys=True) + "\n")
+        atomic.write_text(os.path.join(tmp, CONFIG_FILE), json.dumps(
+            hf_config or config_to_hf(config), indent=2, sort_keys=True) + "\n")
         # transformers refuses safetensors files without a "format" entry.
         save_file(tensors, os.path.join(tmp, WEIGHTS_FILE), metadata={"format": "pt"})
         if vocab_file is not None:
@@ -235,19 +244,38 @@ def write_hf_directory(config: MobileBertConfig, arrays: dict[str, np.ndarray],
                 atomic.write_text(os.path.join(tmp, name), text)
 
 
+def vocab_beside(checkpoint: str | os.PathLike) -> str | None:
+    """The vocab.txt of a checkpoint's directory, or None."""
+    checkpoint = os.fspath(checkpoint)
+    beside = Path(checkpoint if os.path.isdir(checkpoint) else os.path.dirname(checkpoint))
+    return str(beside / VOCAB_FILE) if (beside / VOCAB_FILE).is_file() else None
+
+
 def export_hf(checkpoint: str | os.PathLike, export_dir: str | os.PathLike,
               config: MobileBertConfig | None = None, vocab_file: str | None = None,
-              do_lower_case: bool | None = None, overwrite: bool = False) -> None:
-    """An mbert_lib checkpoint (directory or prefix) -> a Hugging Face directory, with the
-    tokenizer of `vocab_file` (default: the checkpoint directory's own); casing: given,
-    else the vocabulary's tokenizer_config.json, else lower-case."""
-    from mbert_lib.checkpoints import load_pretrainer
+              do_lower_case: bool | None = None, overwrite: bool = False) -> str:
+    """An mbert_lib model directory (or a checkpoint prefix) -> a Hugging Face directory, with
+    the tokenizer of `vocab_file` (default: the checkpoint directory's own); casing: given,
+    else the vocabulary's tokenizer_config.json, else lower-case.
+
+    A Pretrainer becomes MobileBertForPreTraining, a fine-tuned Classifier
+    MobileBertForSequenceClassification (hf_classifier.py). Returns the architecture.
+    """
+    from mbert_lib.checkpoints import load_model, stored_kind
     from mbert_lib.convert.tf2 import tf1_arrays_from_pretrainer
 
-    model = load_pretrainer(checkpoint, config)
-    if vocab_file is None:                   # the checkpoint's own, when it has one
-        beside = Path(checkpoint if os.path.isdir(checkpoint) else os.path.dirname(
-            os.fspath(checkpoint))) / VOCAB_FILE
-        vocab_file = str(beside) if beside.is_file() else None
+    kind = stored_kind(checkpoint)
+    if kind not in ("pretrainer", "classifier"):
+        raise ValueError(f"{os.fspath(checkpoint)} holds {('an ' + kind) if kind else 'no model'}"
+                         "; export hf expects a pretrainer (encoder + MLM and NSP heads) or a "
+                         "fine-tuned classifier")
+    vocab_file = vocab_file or vocab_beside(checkpoint)
+    model = load_model(checkpoint, kind, config)
+    if kind == "classifier":
+        from mbert_lib.convert.hf_classifier import write_hf_classifier
+
+        write_hf_classifier(model, checkpoint, export_dir, vocab_file, do_lower_case, overwrite)
+        return "MobileBertForSequenceClassification"
     write_hf_directory(model.config, tf1_arrays_from_pretrainer(model), export_dir,
                        vocab_file, do_lower_case, overwrite)
+    return "MobileBertForPreTraining"

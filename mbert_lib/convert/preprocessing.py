@@ -68,7 +68,8 @@ class Preprocessor(tf.Module):
         """Strings [B] -> word-piece ids, int32 Ragged [B, (words), (pieces)]."""
         return tf.cast(self.tokenizer.tokenize(sentences), tf.int32)
 
-    def _pack(self, segments, seq_length):
+    def pack(self, segments, seq_length):
+        """Tokenized segments (1 or 2, from `tokenize`) -> the three inputs [B, seq_length]."""
         import tensorflow_text as text
 
         flat = [s.merge_dims(-2, -1) for s in segments]                   # [B, (tokens)] each
@@ -87,12 +88,12 @@ class Preprocessor(tf.Module):
     @tf.function
     def bert_pack_inputs(self, segments, seq_length):
         """List of 1 or 2 tokenized segments (from `tokenize`), scalar seq_length -> inputs [B, T]."""
-        return self._pack(segments, seq_length)
+        return self.pack(segments, seq_length)
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
     def __call__(self, sentences):
         """Strings [B] -> the three encoder inputs, int32 [B, seq_length]."""
-        return self._pack([self.tokenize(sentences)], self.seq_length)
+        return self.pack([self.tokenize(sentences)], self.seq_length)
 
     def trace(self) -> None:
         """Traces bert_pack_inputs for one and two segments (before saving)."""

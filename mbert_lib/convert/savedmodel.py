@@ -26,13 +26,13 @@ import tensorflow as tf
 
 from mbert_lib.models import INPUT_NAMES
 
-_INPUT_SPEC = {name: tf.TensorSpec([None, None], tf.int32, name=name) for name in INPUT_NAMES}
-_MLM_SPEC = {**_INPUT_SPEC,
+INPUT_SPEC = {name: tf.TensorSpec([None, None], tf.int32, name=name) for name in INPUT_NAMES}
+_MLM_SPEC = {**INPUT_SPEC,
              "masked_lm_positions": tf.TensorSpec([None, None], tf.int32,
                                                   name="masked_lm_positions")}
 
 
-class _Hidden:
+class Hidden:
     """Holds a Keras model without making it a SavedModel dependency (only its variables are)."""
 
     def __init__(self, model):
@@ -63,7 +63,7 @@ class MaskedLMModule(_ReusableModule):
 
     def __init__(self, pretrainer):
         super().__init__(name="mlm")
-        self._keras = _Hidden(pretrainer)
+        self._keras = Hidden(pretrainer)
         self._set_variables(pretrainer)
 
     @tf.function
@@ -78,7 +78,7 @@ class EncoderModule(_ReusableModule):
 
     def __init__(self, pretrainer, vocab_file: str, do_lower_case: bool):
         super().__init__(name="encoder")
-        self._keras = _Hidden(pretrainer.encoder)
+        self._keras = Hidden(pretrainer.encoder)
         self._set_variables(pretrainer.encoder)
         self.mlm = MaskedLMModule(pretrainer)
         self.vocab_file = tf.saved_model.Asset(vocab_file)
@@ -91,13 +91,13 @@ class EncoderModule(_ReusableModule):
     def trace(self) -> None:
         """Traces both call functions for training False/True (a loaded model cannot retrace)."""
         for training in (False, True):
-            self.__call__.get_concrete_function(_INPUT_SPEC, training=training)
+            self.__call__.get_concrete_function(INPUT_SPEC, training=training)
             self.mlm.__call__.get_concrete_function(_MLM_SPEC, training=training)
 
     def signatures(self) -> dict:
         """`serving_default` and `mlm`, with encoder_outputs stacked to [L, B, T, H]."""
 
-        @tf.function(input_signature=[_INPUT_SPEC])
+        @tf.function(input_signature=[INPUT_SPEC])
         def serving_default(inputs):
             out = self.__call__(inputs, training=False)
             return {**out, "encoder_outputs": tf.stack(out["encoder_outputs"])}
