@@ -94,6 +94,22 @@ def test_encoder_savedmodel_matches_keras(exported):
     assert len(loaded.trainable_variables) == len(exported["model"].encoder.trainable_variables)
 
 
+def test_encoder_savedmodel_converts_to_tflite_with_builtin_ops_only(exported):
+    """TFLiteConverter.from_saved_model on the exported encoder, builtins only (no TF Select):
+    its serving_default runs in the LiteRT interpreter at any shape and equals Keras."""
+    from ai_edge_litert.interpreter import Interpreter
+
+    converter = tf.lite.TFLiteConverter.from_saved_model(exported["encoder"],
+                                                         signature_keys=["serving_default"])
+    converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
+    runner = Interpreter(model_content=converter.convert()).get_signature_runner()
+    feed, positions = _feed()
+    want = model_outputs(exported["model"], *[v.numpy() for v in feed.values()], positions)
+    got = runner(**{k: v.numpy() for k, v in feed.items()})
+    np.testing.assert_allclose(got["sequence_output"], want["sequence_output"], atol=1e-4)
+    np.testing.assert_allclose(got["pooled_output"], want["pooled_output"], atol=1e-4)
+
+
 def test_encoder_through_hub_keras_layer(exported):
     feed, positions = _feed()
     want = model_outputs(exported["model"], *[v.numpy() for v in feed.values()], positions)

@@ -119,3 +119,28 @@ def test_int8_without_calibration_and_unknown_precision_are_refused():
         tflite.convert(model, "int8", T)
     with pytest.raises(ValueError, match="precision must be one of"):
         tflite.convert(model, "int4", T)
+
+
+@pytest.mark.parametrize("precision", ["fp32", "dynamic_int8"])
+def test_dynamic_shape_resizes_to_any_batch_and_length(precision):
+    """[-1, -1] in the file: the same model runs batch 1 × 16, 3 × 9 and 2 × 23 tokens."""
+    model, key = MODELS["classifier"]
+    flat = tflite.convert(model, precision, T, dynamic_shape=True)
+    runner = TFLiteModel(flat, num_threads=1)
+    assert runner.input_shape == (None, None)
+    tolerance = 1e-4 if precision == "fp32" else 0.1 * np.max(np.abs(model(FEATURES)[key]))
+    for batch, length in ((1, T), (3, 9), (2, 23)):
+        features = random_features(batch, length, CONFIG.vocab_size, seed=batch)
+        got = runner(features)[key]
+        np.testing.assert_allclose(got, model(features, training=False)[key].numpy(),
+                                   atol=tolerance, rtol=0)
+    assert runner.predict(random_features(8, 9, CONFIG.vocab_size), batch_size=4)[key].shape \
+        == (8, 3)
+    with pytest.raises(ValueError, match="not a multiple of the exported batch size 4"):
+        runner.predict(random_features(6, 9, CONFIG.vocab_size), batch_size=4)
+
+
+def test_a_fixed_shape_model_names_its_shape_and_the_option():
+    runner = TFLiteModel(tflite.convert(MODELS["encoder"][0], "fp32", T))
+    with pytest.raises(ValueError, match=r"exported for \[1, 16\]; export it with --dynamic_shape"):
+        runner(random_features(2, T, CONFIG.vocab_size))

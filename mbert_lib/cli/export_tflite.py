@@ -13,7 +13,12 @@ def add_arguments(parser) -> None:
                              "checkpoint; if both exist they must agree)")
     parser.add_argument("--precision", required=True,
                         choices=("fp32", "dynamic_int8", "float16", "int8"))
-    parser.add_argument("--seq_length", type=int, default=128, help="fixed sequence length T")
+    parser.add_argument("--seq_length", type=int, default=128,
+                        help="sequence length T (with --dynamic_shape: of the int8 "
+                             "calibration set only)")
+    parser.add_argument("--dynamic_shape", action="store_true",
+                        help="leave batch and length open ([-1, -1]): the interpreter can "
+                             "resize the inputs at run time (default: fixed [1, T])")
     parser.add_argument("--output", required=True, help="the .tflite file to write")
     parser.add_argument("--model", choices=("encoder", "classifier"), default="encoder",
                         help="export the encoder (sequence_output, pooled_output) or the "
@@ -75,7 +80,9 @@ def run(args) -> int:
         dataset = representative.representative_dataset(features, args.calibration_limit)
     model = load_model(args.checkpoint, args.model, config)
     size = tflite.export_tflite(model, args.output, args.precision, args.seq_length,
-                                representative_dataset=dataset, int8_mask_penalty=penalty)
-    print(f"wrote {args.output}: {args.model}, {args.precision}, seq_length {args.seq_length}, "
+                                representative_dataset=dataset, int8_mask_penalty=penalty,
+                                dynamic_shape=args.dynamic_shape)
+    shape = "[any, any]" if args.dynamic_shape else f"[1, {args.seq_length}]"
+    print(f"wrote {args.output}: {args.model}, {args.precision}, inputs {shape}, "
           f"{size / 1e6:.2f} MB")
     return 0

@@ -76,7 +76,7 @@ def encoder_forward(encoder: MobileBertEncoder, inputs,
     if not isinstance(encoder, MobileBertEncoder):
         raise ValueError(f"encoder_forward needs a MobileBertEncoder, got {type(encoder).__name__}")
     word_ids, mask, type_ids = _unpack_inputs(inputs)
-    keep = tf.cast(mask, tf.float32)[:, tf.newaxis, tf.newaxis, :]   # [B, 1, 1, S]
+    keep = tf.reshape(tf.cast(mask, tf.float32), [tf.shape(mask)[0], 1, 1, -1])  # [B, 1, 1, S]
     x = encoder.embedding(word_ids, type_ids, training=False)        # [B, T, H]
     for block in encoder.blocks:
         x = _block(block, x, keep, mask_penalty)
@@ -95,7 +95,7 @@ def attention_scores(encoder: MobileBertEncoder, inputs, layer: int = 0,
     if not 0 <= layer < len(encoder.blocks):
         raise ValueError(f"layer must be in [0, {len(encoder.blocks)}), got {layer}")
     word_ids, mask, type_ids = _unpack_inputs(inputs)
-    keep = tf.cast(mask, tf.float32)[:, tf.newaxis, tf.newaxis, :]   # [B, 1, 1, S]
+    keep = tf.reshape(tf.cast(mask, tf.float32), [tf.shape(mask)[0], 1, 1, -1])  # [B, 1, 1, S]
     x = encoder.embedding(word_ids, type_ids, training=False)        # [B, T, H]
     for block in encoder.blocks[:layer]:
         x = _block(block, x, keep, mask_penalty)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import collections
 import os
-from typing import Mapping
+from typing import Mapping, Optional
 
 import numpy as np
 
@@ -37,24 +37,40 @@ class TFLiteModel:
         inputs = self.runner.get_input_details()
         if sorted(inputs) != sorted(INPUT_NAMES):
             raise ValueError(f"model inputs are {sorted(inputs)}, expected {list(INPUT_NAMES)}")
-        self.batch_size, self.seq_length = (int(s) for s in inputs[INPUT_NAMES[0]]["shape"])
+        # [batch, T] as exported; None for a dimension left open (dynamic_shape)
+        signature = inputs[INPUT_NAMES[0]].get("shape_signature", inputs[INPUT_NAMES[0]]["shape"])
+        self.batch_size, self.seq_length = (int(s) if s > 0 else None for s in signature)
         self.output_names = sorted(self.runner.get_output_details())
 
+    @property
+    def input_shape(self) -> tuple[Optional[int], Optional[int]]:
+        return self.batch_size, self.seq_length
+
     def __call__(self, features: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """One batch: features [batch_size, T] -> outputs (copies)."""
-        outputs = self.runner(**{name: np.asarray(features[name], np.int32)
-                                 for name in INPUT_NAMES})
+        """One batch: features [B, T] -> outputs (copies). B and T must be the exported
+        ones unless the model was exported with an open shape (resized here)."""
+        arrays = {name: np.asarray(features[name], np.int32) for name in INPUT_NAMES}
+        shape = arrays[INPUT_NAMES[0]].shape
+        if any(fixed is not None and fixed != got for fixed, got in zip(self.input_shape, shape)):
+            raise ValueError(
+                f"inputs of shape {list(shape)}, but the model was exported for "
+                f"{[d if d is not None else 'any' for d in self.input_shape]}; export it with "
+                "--dynamic_shape (export_tflite(..., dynamic_shape=True)) to resize it")
+        outputs = self.runner(**arrays)
         return {name: np.array(value) for name, value in outputs.items()}
 
-    def predict(self, features: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """All n examples -> {output: [n, ...]}; n must be a multiple of the batch size."""
-        n = check_features(features, self.seq_length)
-        if n % self.batch_size:
+    def predict(self, features: Mapping[str, np.ndarray],
+                batch_size: int = 32) -> dict[str, np.ndarray]:
+        """All n examples -> {output: [n, ...]}, in batches of the exported batch size (of
+        `batch_size` for an open batch dimension); n must be a multiple of a fixed one."""
+        n = check_features(features, self.seq_length or features[INPUT_NAMES[0]].shape[1])
+        step = self.batch_size or batch_size
+        if n % step:
             raise ValueError(f"{n} examples is not a multiple of the exported batch size "
-                             f"{self.batch_size}")
+                             f"{step}")
         parts = collections.defaultdict(list)
-        for start in range(0, n, self.batch_size):
-            batch = {name: features[name][start:start + self.batch_size] for name in INPUT_NAMES}
+        for start in range(0, n, step):
+            batch = {name: features[name][start:start + step] for name in INPUT_NAMES}
             for name, value in self(batch).items():
                 parts[name].append(value)
         return {name: np.concatenate(values) for name, values in parts.items()}

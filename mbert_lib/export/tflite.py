@@ -13,7 +13,11 @@ Precisions, all post-training (no retraining):
 
 The exported graph has a fixed shape [batch_size, seq_length] (batch 1,
 seq 128 by default, as on a phone): positions, masks and shapes are then
-constants the converter folds. Inputs are the three int32 tensors
+constants the converter folds. With `dynamic_shape` both dimensions are
+left open ([-1, -1] in the file's shape signature): the interpreter resizes
+the inputs to any batch and any length up to max_position_embeddings
+(`Interpreter.resize_tensor_input`, or a signature runner called with the
+new shape). Inputs are the three int32 tensors
 `input_word_ids`, `input_mask`, `input_type_ids`; outputs are
 `sequence_output` [B, T, H] and `pooled_output` [B, H] for an encoder,
 `logits` [B, C] for a classifier.
@@ -46,14 +50,15 @@ class UnsupportedPrecisionError(ValueError):
 
 
 def serving_function(model, seq_length: int = 128, batch_size: int = 1,
-                     mask_penalty: Optional[float] = None):
-    """The inference graph as a concrete function of fixed shape [batch_size, seq_length].
+                     mask_penalty: Optional[float] = None, dynamic_shape: bool = False):
+    """The inference graph as a concrete function of shape [batch_size, seq_length]
+    ([None, None] with dynamic_shape).
 
     mask_penalty: None for the model's own forward (exact); a number c for
     the bounded attention mask of `inference.model_forward` (int8).
     """
-    spec = {name: tf.TensorSpec([batch_size, seq_length], tf.int32, name=name)
-            for name in INPUT_NAMES}
+    shape = [None, None] if dynamic_shape else [batch_size, seq_length]
+    spec = {name: tf.TensorSpec(shape, tf.int32, name=name) for name in INPUT_NAMES}
     if mask_penalty is not None:
         def serve(inputs):
             return inference.model_forward(model, inputs, mask_penalty)
@@ -136,7 +141,8 @@ def _short(message: str, limit: int = 400) -> str:
 
 def convert(model, precision: str, seq_length: int = 128, batch_size: int = 1,
             representative_dataset: Optional[Callable[[], Iterable]] = None,
-            int8_mask_penalty: Optional[float] = inference.DEFAULT_MASK_PENALTY) -> bytes:
+            int8_mask_penalty: Optional[float] = inference.DEFAULT_MASK_PENALTY,
+            dynamic_shape: bool = False) -> bytes:
     """The model as a TFLite flatbuffer at `precision`.
 
     int8_mask_penalty: for precision int8 only, the bounded attention mask
@@ -146,7 +152,7 @@ def convert(model, precision: str, seq_length: int = 128, batch_size: int = 1,
     converter cannot produce it.
     """
     penalty = int8_mask_penalty if precision == "int8" else None
-    function = serving_function(model, seq_length, batch_size, penalty)
+    function = serving_function(model, seq_length, batch_size, penalty, dynamic_shape)
     # The converter saves `trackable` as a SavedModel first. A plain tf.Module
     # owning just the weights saves in a moment; the Keras model itself would
     # be re-traced layer by layer for its own SavedModel format.
@@ -162,10 +168,11 @@ def convert(model, precision: str, seq_length: int = 128, batch_size: int = 1,
 def export_tflite(model, path: str | os.PathLike, precision: str, seq_length: int = 128,
                   batch_size: int = 1,
                   representative_dataset: Optional[Callable[[], Iterable]] = None,
-                  int8_mask_penalty: Optional[float] = inference.DEFAULT_MASK_PENALTY) -> int:
+                  int8_mask_penalty: Optional[float] = inference.DEFAULT_MASK_PENALTY,
+                  dynamic_shape: bool = False) -> int:
     """Converts (see `convert`) and writes `path` atomically; returns its size in bytes."""
     flatbuffer = convert(model, precision, seq_length, batch_size, representative_dataset,
-                         int8_mask_penalty)
+                         int8_mask_penalty, dynamic_shape)
     with atomic.atomic_path(path) as tmp:
         with open(tmp, "wb") as f:
             f.write(flatbuffer)

@@ -122,7 +122,10 @@ class MultiHeadAttention(tf_keras.layers.Layer):
         v = _heads_first(self.value(value))                        # [B, N, S, d]
         scores = tf.matmul(q, k, transpose_b=True)                 # Q Kᵀ / sqrt(d), [B, N, T, S]
         if attention_mask is not None:
-            keep = tf.cast(attention_mask, scores.dtype)[:, tf.newaxis, tf.newaxis, :]
+            # [B, 1, 1, S] by reshape: TFLite has no builtin for a new-axis slice of a
+            # tensor whose shape is only known at run time (a resizable model).
+            keep = tf.reshape(tf.cast(attention_mask, scores.dtype),
+                              [tf.shape(attention_mask)[0], 1, 1, -1])
             scores += (1.0 - keep) * _large_negative(scores.dtype)  # M
         probs = tf.nn.softmax(scores, axis=-1)                     # A, [B, N, T, S]
         context = tf.matmul(self.dropout(probs, training=training), v)  # [B, N, T, d]
