@@ -7,6 +7,7 @@ own bookkeeping. Tolerances are 4 binomial standard deviations.
 """
 
 import math
+import random
 
 import numpy as np
 import pytest
@@ -184,3 +185,37 @@ def test_bad_configs_and_corpora_raise():
     documents, _, tokenizer = _corpus(num_docs=1)
     with pytest.raises(DataError, match="at least 2"):
         create_examples(documents, tokenizer, ExampleConfig(32, 5))
+
+
+def _truncate_one_token_at_a_time(a, b, max_tokens, rng):
+    """BERT's create_pretraining_data.truncate_seq_pair, as written there."""
+    while len(a) + len(b) > max_tokens:
+        longer = a if len(a) > len(b) else b
+        if rng.random() < 0.5:
+            del longer[0]
+        else:
+            longer.pop()
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_truncation_cuts_what_bert_cuts_and_draws_the_same_numbers(seed):
+    from mbert_lib.data.examples import _truncate_pair
+
+    sizes = random.Random(seed)
+    a, b = list(range(sizes.randint(0, 300))), list(range(1000, 1000 + sizes.randint(0, 300)))
+    expected_a, expected_b = list(a), list(b)
+    ours, theirs = random.Random(seed + 10), random.Random(seed + 10)
+    _truncate_pair(a, b, 125, ours)
+    _truncate_one_token_at_a_time(expected_a, expected_b, 125, theirs)
+    assert (a, b) == (expected_a, expected_b)
+    assert ours.random() == theirs.random()            # the same number of draws
+
+
+def test_one_huge_line_is_cut_to_one_window_of_it():
+    """200k tokens (one token at a time from the front: seconds; here one slice)."""
+    from mbert_lib.data.examples import _truncate_pair
+
+    a, b = list(range(200_000)), [1, 2, 3]
+    _truncate_pair(a, b, 125, random.Random(0))
+    assert len(a) + len(b) == 125 and b == [1, 2, 3]
+    assert a == list(range(a[0], a[0] + len(a)))       # one contiguous window of the line

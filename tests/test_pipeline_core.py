@@ -113,3 +113,37 @@ def test_a_nan_in_a_result_is_written_as_null_in_strict_json(tmp_path):
     run_steps([Step("a", "first", one_seed)], _ctx(tmp_path))
     record = strict_json_loads((tmp_path / "a" / "step.json").read_text())
     assert record["result"] == {"mean": 0.75, "std": None, "values": [0.75, None]}
+
+
+def test_a_second_run_into_a_directory_in_use_is_refused_naming_the_first(tmp_path):
+    import subprocess
+    import sys
+
+    from mbert_lib.pipeline.lock import RunLockedError
+
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from pathlib import Path; "
+         "from mbert_lib.pipeline.lock import run_lock\n"
+         "with run_lock(Path(sys.argv[1])):\n    print('held', flush=True); time.sleep(60)",
+         str(tmp_path)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        calls = []
+        with pytest.raises(RunLockedError, match=rf"in use by another run \(pid {holder.pid},"):
+            run_steps(_steps(calls), _ctx(tmp_path))
+        assert calls == [] and not (tmp_path / "a").exists()
+    finally:
+        holder.kill()
+        holder.wait()
+    run_steps(_steps(calls), _ctx(tmp_path))            # the lock went with its process
+    assert calls == ["a", "b", "c"]
+
+
+def test_a_run_with_nothing_to_do_reads_the_records_without_the_lock(tmp_path):
+    from mbert_lib.pipeline.lock import run_lock
+
+    calls = []
+    run_steps(_steps(calls), _ctx(tmp_path))
+    with run_lock(tmp_path):      # held; flock refuses even this process's second open file
+        records = run_steps(_steps(calls), _ctx(tmp_path))
+    assert [r["skipped"] for r in records] == [True] * 3 and calls == ["a", "b", "c"]

@@ -17,6 +17,9 @@ it and enter its fingerprint; those that are not are passed over here and
 reported by the step itself, and appear in its fingerprint as absent, so
 the step re-runs once they exist.
 
+While it runs steps, a run holds OUT/.lock (lock.py): a second run into the same
+directory is refused, naming the first.
+
 A step marked `rerun` (the report: it only reads the others' records, in
 seconds) runs every time, so that it always shows the records as they are.
 A step marked `optional` (extra seeds that double a run's length) is left out
@@ -31,6 +34,7 @@ appears as "failed" in the summary.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -42,6 +46,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 
 from mbert_lib import atomic, strict_json
 from mbert_lib.pipeline import checks, eta
+from mbert_lib.pipeline.lock import run_lock
 
 RECORD_FILE = "step.json"
 
@@ -148,12 +153,26 @@ def run_steps(steps: Sequence[Step], ctx: Context, only: Optional[Sequence[str]]
               else [s.name for s in steps if not s.optional])
     todo = [s for s in steps if s.name in wanted]
     prints = step_fingerprints(steps, ctx)
-    found = {s.name: read_record(ctx.step_dir(s.name)) for s in todo}
-    pending = [s.name for s in todo if s.rerun or found[s.name] is None
-               or found[s.name].get("fingerprint") != prints[s.name]]
-    estimate = eta.Estimate({**eta.reference_seconds(ctx.preset),
-                             **{n: found[n]["seconds"] for n in pending if found[n]}})
     records = [] if records is None else records
+    # Read again under the lock: a run that held it may have finished some steps.
+    with run_lock(ctx.out_dir) if _pending(todo, ctx, prints)[1] else contextlib.nullcontext():
+        found, pending = _pending(todo, ctx, prints)
+        estimate = eta.Estimate({**eta.reference_seconds(ctx.preset),
+                                 **{n: found[n]["seconds"] for n in pending if found[n]}})
+        _run_pending(todo, pending, found, prints, estimate, ctx, records)
+    return records
+
+
+def _pending(todo: Sequence[Step], ctx: Context, prints: Mapping[str, str]
+             ) -> tuple[dict[str, Optional[dict]], list[str]]:
+    """({step: its record or None}, the steps that must run: no record of these settings,
+    or `rerun`)."""
+    found = {s.name: read_record(ctx.step_dir(s.name)) for s in todo}
+    return found, [s.name for s in todo if s.rerun or found[s.name] is None
+                   or found[s.name].get("fingerprint") != prints[s.name]]
+
+
+def _run_pending(todo, pending, found, prints, estimate, ctx, records) -> None:
     for k, step in enumerate(todo, 1):
         settings = ctx.settings.get(step.name, {})
         directory = ctx.step_dir(step.name)
@@ -190,7 +209,6 @@ def run_steps(steps: Sequence[Step], ctx: Context, only: Optional[Sequence[str]]
         estimate.observe(step.name, record["seconds"])
         ctx.log(f"{header}: finished in {record['seconds']:.0f} s")
         records.append({**record, "skipped": False})
-    return records
 
 
 STALE_MARK = ".stale-"     # OUT/<step>.stale-<fingerprint>: outputs of superseded settings
