@@ -96,3 +96,26 @@ def test_prepare_with_a_given_vocab_file(data_dir, tmp_path):
     with pytest.raises(DataError, match="heldout_fraction"):
         prepare_pretraining_data("local", data_dir, tmp_path / "q", log=lambda _: None,
                                  **{**OPTIONS, "heldout_fraction": 0.0})
+
+
+def test_a_given_vocab_does_not_stay_in_a_shared_cache_under_the_trained_ones_record(
+        data_dir, tmp_path):
+    """One output directory (as the default cache is for every run): trained, then a given
+    vocabulary, then trained again: each run gets the tokenizer it asked for."""
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "."] + WORDS
+    (tmp_path / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    out, quiet = tmp_path / "shared", {"log": lambda _: None}
+    trained = prepare_pretraining_data("local", data_dir, out, **quiet, **OPTIONS)
+    trained_vocab = load_tokenizer(trained.tokenizer_dir).vocab
+    given = prepare_pretraining_data("local", data_dir, out, vocab_file=tmp_path / "vocab.txt",
+                                     **quiet, **OPTIONS)
+    assert given.reused["tokenizer"] is False
+    assert load_tokenizer(given.tokenizer_dir).vocab == tuple(vocab)
+    assert read_manifest(given.examples_dir)["vocab_size"] == len(vocab)
+    again = prepare_pretraining_data("local", data_dir, out, **quiet, **OPTIONS)
+    assert again.reused["tokenizer"] is False                 # retrained, not "reused"
+    assert load_tokenizer(again.tokenizer_dir).vocab == trained_vocab != tuple(vocab)
+    assert read_manifest(again.examples_dir)["key"]["tokenizer_sha256"] == load_tokenizer(
+        again.tokenizer_dir).sha256
+    same = prepare_pretraining_data("local", data_dir, out, **quiet, **OPTIONS)
+    assert same.reused == {"corpus": True, "tokenizer": True, "examples": True}

@@ -67,21 +67,26 @@ def _write_if_changed(path: Path, text: str) -> bool:
 
 def _tokenizer_stage(directory: Path, train_text: str, vocab_file, vocab_size: int,
                      do_lower_case: bool) -> tuple[WordPieceTokenizer, bool]:
-    if vocab_file is not None:
-        tokenizer = load_tokenizer(vocab_file, do_lower_case)
-        save_tokenizer(tokenizer, directory)
-        return tokenizer, False
-    key = {"train_text_sha256": sha256_bytes(train_text.encode("utf-8")),
-           "vocab_size": vocab_size, "do_lower_case": do_lower_case,
-           "min_frequency": TOKENIZER_MIN_FREQUENCY, "limit_alphabet": TOKENIZER_LIMIT_ALPHABET,
-           "trainer_version": TRAINER_VERSION, "tokenizers_version": tokenizers.__version__}
+    """The tokenizer in `directory`, reused when its training.json says it is the one asked
+    for (a given vocabulary, or one trained on this text with these settings), else made
+    and recorded: a directory shared by runs never keeps a vocabulary under the record of
+    another."""
+    given = load_tokenizer(vocab_file, do_lower_case) if vocab_file is not None else None
+    if given is not None:
+        key = {"given_vocab_sha256": given.sha256}
+    else:
+        key = {"train_text_sha256": sha256_bytes(train_text.encode("utf-8")),
+               "vocab_size": vocab_size, "do_lower_case": do_lower_case,
+               "min_frequency": TOKENIZER_MIN_FREQUENCY,
+               "limit_alphabet": TOKENIZER_LIMIT_ALPHABET,
+               "trainer_version": TRAINER_VERSION, "tokenizers_version": tokenizers.__version__}
     record = directory / "training.json"
     if record.is_file() and json.loads(record.read_text(encoding="utf-8")) == key:
         return load_tokenizer(directory), True
     if record.is_file():
         record.unlink()
-    tokenizer = train_wordpiece(train_text.split("\n"), vocab_size, do_lower_case,
-                                TOKENIZER_MIN_FREQUENCY, TOKENIZER_LIMIT_ALPHABET)
+    tokenizer = given or train_wordpiece(train_text.split("\n"), vocab_size, do_lower_case,
+                                         TOKENIZER_MIN_FREQUENCY, TOKENIZER_LIMIT_ALPHABET)
     save_tokenizer(tokenizer, directory)
     atomic.write_text(record, json.dumps(key, indent=2) + "\n")
     return tokenizer, False
