@@ -51,3 +51,18 @@ def test_shorthand_flags_and_clear_errors(teacher, tmp_path, capsys):
                 "--model_dir", str(tmp_path / "c"), "--distribution_strategy", "spread"]
     assert main(strategy) == 2
     assert "runtime.distribution_strategy must be one of" in capsys.readouterr().err
+
+
+def test_a_finished_student_asked_with_other_transfer_weights_is_refused(teacher, tmp_path,
+                                                                         capsys):
+    model_dir = str(tmp_path / "student")
+    args = ["distill", "--config_file", CONFIG, "--teacher_dir", teacher,
+            "--model_dir", model_dir, "--no_progress", "--params_override"]
+    assert main(args + [SHORT]) == 0
+    capsys.readouterr()
+    assert main(args + [SHORT + ",distillation.layer_wise.attention_weight=3.0"]) == 2
+    err = capsys.readouterr().err
+    assert "finished run of other settings" in err
+    assert "distillation.layer_wise.attention_weight" in err
+    assert main(args + [SHORT + ",trainer.log_interval=2"]) == 0
+    assert "already done" in capsys.readouterr().out

@@ -114,3 +114,16 @@ def test_exported_model_must_match_its_config(straight, tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(FileNotFoundError, match="found 0 checkpoint"):
         load_pretrainer(tmp_path / "empty")
+
+
+def test_a_finished_run_asked_with_other_training_settings_is_refused(straight):
+    """A finished directory holds the run its experiment.yaml describes: asked again with
+    another learning rate it says so; with another log interval it is simply done."""
+    messages = []
+    run_pretraining(tiny_experiment(RUN + ",trainer.log_interval=3"), straight,
+                    show_progress=False, log=messages.append)
+    assert messages[0].startswith("already done")
+    with pytest.raises(ValueError, match=r"finished run of other settings .*changed: "
+                                         r"\['trainer.learning_rate.peak'\]"):
+        run_pretraining(tiny_experiment(RUN + ",trainer.learning_rate.peak=0.5"),
+                        straight, show_progress=False, log=lambda _: None)

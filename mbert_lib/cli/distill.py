@@ -29,7 +29,7 @@ def run(args) -> int:
     from mbert_lib.config_tree import apply_overrides, to_yaml
     from mbert_lib.distill.experiment import load_distill_experiment
     from mbert_lib.distill.plan import plan_stages, total_steps
-    from mbert_lib.train.checkpointing import is_done, read_done
+    from mbert_lib.train.checkpointing import is_done
 
     experiment = load_distill_experiment(args.config_file, args.params_override or None)
     shorthands = [(key, value) for key, value in [
@@ -39,9 +39,11 @@ def run(args) -> int:
         experiment = apply_overrides(experiment, shorthands)
     stages = plan_stages(experiment.distillation,
                          experiment.student.build_config().num_hidden_layers)
-    if is_done(args.model_dir, total_steps(stages)):
-        print(f"already done: {args.model_dir} finished "
-              f"{read_done(args.model_dir)['train_steps']} student steps; nothing to do")
+    from mbert_lib.distill.trainer import run_distillation
+
+    if is_done(args.model_dir, total_steps(stages)):   # no plan: the trainer says done,
+        run_distillation(experiment, args.teacher_dir, args.model_dir,   # or that it differs
+                         show_progress=False)
         return 0
     print(f"# experiment: {args.config_file}"
           + (f" with {args.params_override}" if args.params_override else ""))
@@ -50,9 +52,6 @@ def run(args) -> int:
     for stage in stages:
         print(f"#   {stage.index + 1}. {stage.describe()}")
     print(flush=True)
-
-    from mbert_lib.distill.trainer import run_distillation
-
     result = run_distillation(experiment, args.teacher_dir, args.model_dir,
                               show_progress=not args.no_progress)
     metrics = result.get("eval") or {}

@@ -17,13 +17,13 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     from mbert_lib.experiment import load_experiment, to_yaml
-    from mbert_lib.train.checkpointing import is_done, read_done
+    from mbert_lib.train.checkpointing import is_done
 
     experiment = load_experiment(args.config_file, args.params_override or None)
-    if is_done(args.model_dir, experiment.trainer.train_steps):
-        print(f"already done: {args.model_dir} finished "
-              f"{read_done(args.model_dir)['train_steps']} steps "
-              f"(asked for {experiment.trainer.train_steps}); nothing to do")
+    if is_done(args.model_dir, experiment.trainer.train_steps):   # no plan: the trainer says
+        from mbert_lib.train.pretrain import run_pretraining      # done, or that it differs
+
+        run_pretraining(experiment, args.model_dir, show_progress=False)
         return 0
     print(f"# experiment: {args.config_file}"
           + (f" with {args.params_override}" if args.params_override else ""))

@@ -44,6 +44,7 @@ from mbert_lib.models import build_pretrainer
 from mbert_lib.optim import GroupedOptimizer, create_optimizer
 from mbert_lib.train.checkpointing import (
     RunCheckpoint,
+    check_finished_same,
     is_chief,
     is_done,
     read_done,
@@ -181,6 +182,7 @@ def run_distillation(experiment: DistillExperiment, teacher_dir: str | os.PathLi
     total = total_steps(stages)
     changed = _changes(experiment, model_dir)
     if is_done(model_dir, total):
+        check_finished_same(model_dir, changed, os.path.join(model_dir, EXPERIMENT_FILE))
         done = read_done(model_dir)
         log(f"already done: {model_dir} finished {done['train_steps']} student steps "
             f"(asked for {total}); nothing to do")

@@ -8,7 +8,9 @@ masks are the one thing not replayed: tf_keras draws them from a global
 random state that checkpoints do not hold.)
 
 A finished run writes `training_done.json` last, after its final export;
-a run that finds it (for at least as many steps) does nothing.
+a run that finds it (for at least as many steps) does nothing, unless it was
+asked with other training settings than the finished run's (`check_finished_same`):
+then the directory holds another run, and it says so.
 """
 
 from __future__ import annotations
@@ -75,6 +77,23 @@ def is_done(model_dir: str | os.PathLike, train_steps: int) -> bool:
     """True if a run in model_dir finished at least `train_steps` steps."""
     done = read_done(model_dir)
     return done is not None and int(done.get("train_steps", -1)) >= train_steps
+
+
+# Settings that do not change what a finished run trained (how it was logged, saved,
+# evaluated or run; train_steps: a run asked for fewer steps than it did is done).
+UNTRAINED_SETTINGS = ("description", "runtime.", "trainer.log_interval", "trainer.eval_",
+                      "trainer.checkpoint_interval", "trainer.max_checkpoints_to_keep",
+                      "trainer.jit_compile", "trainer.train_steps")
+
+
+def check_finished_same(model_dir: str | os.PathLike, changed: list[str], record: str) -> None:
+    """Refuses a finished run in model_dir asked again with other training settings
+    (`changed`: the dotted keys that differ from its `record`, its experiment.yaml)."""
+    trained = [k for k in changed if not k.startswith(UNTRAINED_SETTINGS)]
+    if trained:
+        raise ValueError(f"{os.fspath(model_dir)} holds a finished run of other settings "
+                         f"({record}); changed: {trained}. Use another --model_dir, or delete "
+                         "it to train again.")
 
 
 def write_done(model_dir: str | os.PathLike, train_steps: int, **info) -> None:

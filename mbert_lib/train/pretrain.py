@@ -26,6 +26,7 @@ from mbert_lib.models import build_pretrainer
 from mbert_lib.optim import create_optimizer
 from mbert_lib.train.checkpointing import (
     RunCheckpoint,
+    check_finished_same,
     is_chief,
     is_done,
     read_done,
@@ -66,6 +67,17 @@ def check_batches(dataset: tf.data.Dataset, batch_size: int, seq_length: int,
                 f"drop_remainder=True), got {spec[key].dtype.name} {spec[key].shape.as_list()}")
 
 
+def _changed_since(experiment: PretrainExperiment, model_dir: str) -> list[str]:
+    """The dotted keys in which `experiment` differs from model_dir's experiment.yaml."""
+    import yaml
+
+    path = os.path.join(model_dir, EXPERIMENT_FILE)
+    if not os.path.exists(path):
+        return []
+    with open(path, encoding="utf-8") as f:
+        return changed_keys(from_dict(type(experiment), yaml.safe_load(f)), experiment)
+
+
 def _record_experiment(experiment: PretrainExperiment, model_dir: str, log) -> None:
     """Saves experiment.yaml; a resumed run must keep the model, and is told what changed."""
     path = os.path.join(model_dir, EXPERIMENT_FILE)
@@ -90,6 +102,8 @@ def run_pretraining(experiment: PretrainExperiment, model_dir: str | os.PathLike
     model_dir = os.fspath(model_dir)
     trainer, runtime = experiment.trainer, experiment.runtime
     if is_done(model_dir, trainer.train_steps):
+        check_finished_same(model_dir, _changed_since(experiment, model_dir),
+                            os.path.join(model_dir, EXPERIMENT_FILE))
         done = read_done(model_dir)
         log(f"already done: {model_dir} finished {done['train_steps']} steps "
             f"(asked for {trainer.train_steps}); nothing to do")
