@@ -107,6 +107,20 @@ def save_model_dir(model, directory: str | os.PathLike, *,
 
 
 # --------------------------------------------------------------------- reading
+# What TensorFlow raises for truncated or garbled checkpoint files: "Read less bytes than
+# requested" (IndexError), "not an sstable" / "Unable to read file" (OpError).
+DAMAGED = (IndexError, tf.errors.OpError)
+
+
+class DamagedCheckpointError(ValueError):
+    """A checkpoint's files are truncated or corrupt."""
+
+    def __init__(self, prefix: str, error: BaseException):
+        detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        super().__init__(f"{prefix}: the checkpoint's files are damaged or incomplete "
+                         f"({detail[:200]}); copy or export it again")
+
+
 def resolve_checkpoint(path: str | os.PathLike) -> str:
     """The weights prefix of a model directory, a training directory or a prefix."""
     path = os.fspath(path)
@@ -147,7 +161,10 @@ def load_config(path: str | os.PathLike,
 
 def checkpoint_shapes(prefix: str) -> dict[str, tuple[int, ...]]:
     """{variable path ('model/encoder/blocks/0/...'): shape}, without optimizer slots."""
-    shapes = tf.compat.v1.train.NewCheckpointReader(prefix).get_variable_to_shape_map()
+    try:
+        shapes = tf.compat.v1.train.NewCheckpointReader(prefix).get_variable_to_shape_map()
+    except DAMAGED as e:
+        raise DamagedCheckpointError(prefix, e) from None
     return {key[:-len(_SUFFIX)]: tuple(shape) for key, shape in shapes.items()
             if key.endswith(_SUFFIX) and ".OPTIMIZER_SLOT" not in key}
 
@@ -226,7 +243,10 @@ def load_model(path: str | os.PathLike, kind: str = "pretrainer",
     if missing or unexpected or misshaped:
         raise CheckpointMismatchError(prefix, missing, unexpected, misshaped,
                                       "is this a checkpoint of this config (bert_config.json)?")
-    checkpoint.read(prefix).expect_partial()
+    try:
+        checkpoint.read(prefix).expect_partial()
+    except DAMAGED as e:
+        raise DamagedCheckpointError(prefix, e) from None
     return net
 
 

@@ -1,5 +1,7 @@
 """Model directories and checkpoints (mbert_lib.checkpoints): round trips and clear mismatch errors."""
 
+import os
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -142,3 +144,52 @@ def test_given_config_must_agree_with_the_stored_one(tmp_path):
     checkpoints.save_model_dir(build_encoder(CONFIG), tmp_path / "m")
     with pytest.raises(ValueError, match="intermediate_size=64 vs 128"):
         checkpoints.load_encoder(tmp_path / "m", CONFIG.replace(intermediate_size=64))
+
+
+def _damage(prefix, how):
+    """A run killed while writing (data file cut short) or a bad copy (index overwritten)."""
+    if how == "truncated":
+        data = f"{prefix}.data-00000-of-00001"
+        with open(data, "r+b") as f:
+            f.truncate(os.path.getsize(data) // 2)
+    else:
+        with open(f"{prefix}.index", "r+b") as f:
+            f.seek(8)
+            f.write(b"not an index")
+
+
+@pytest.mark.parametrize("how", ["truncated", "garbled index"])
+def test_a_damaged_model_directory_is_named_by_every_reader(tmp_path, capsys, how):
+    from mbert_lib.cli import main
+
+    directory = tmp_path / "model"
+    checkpoints.save_model_dir(build_pretrainer(CONFIG), directory)
+    _damage(directory / "model.ckpt", how)
+    with pytest.raises(checkpoints.DamagedCheckpointError, match="damaged or incomplete"):
+        checkpoints.load_pretrainer(directory)
+    assert main(["export", "hf", "--checkpoint", str(directory),
+                 "--export_dir", str(tmp_path / "hf")]) == 2
+    err = capsys.readouterr().err
+    assert f"{directory / 'model.ckpt'}: the checkpoint's files are damaged" in err, err
+    assert "Traceback" not in err and not (tmp_path / "hf").exists()
+
+
+def test_resuming_passes_over_a_damaged_latest_checkpoint(tmp_path):
+    from mbert_lib.train.checkpointing import RunCheckpoint
+
+    weights = tf.Variable(tf.zeros([64, 32]))
+    run = RunCheckpoint(tmp_path, max_to_keep=3, weights=weights)
+    weights.assign(tf.fill([64, 32], 1.0))
+    run.save(1)
+    weights.assign(tf.fill([64, 32], 2.0))
+    newest = run.save(2)
+    _damage(newest, "truncated")
+    messages = []
+    resumed = RunCheckpoint(tmp_path, max_to_keep=3, weights=weights)
+    weights.assign(tf.zeros([64, 32]))
+    assert resumed.restore_latest(messages.append).endswith("-1")
+    assert float(weights[0, 0]) == 1.0                     # the checkpoint before it
+    assert len(messages) == 1 and newest in messages[0] and "trying the one before" in messages[0]
+    _damage(newest[:-1] + "1", "garbled index")
+    with pytest.raises(checkpoints.DamagedCheckpointError, match="none of the 2 checkpoint"):
+        RunCheckpoint(tmp_path, max_to_keep=3, weights=weights).restore_latest(messages.append)

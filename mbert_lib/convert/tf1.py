@@ -38,16 +38,24 @@ def read_tf1_checkpoint(path: str | os.PathLike, config: MobileBertConfig
     """
     import tensorflow as tf
 
+    from mbert_lib.checkpoints import DAMAGED, DamagedCheckpointError
+
     path = os.fspath(path)
     try:
         reader = tf.train.load_checkpoint(path)
-    except (ValueError, tf.errors.NotFoundError, tf.errors.DataLossError) as e:
+    except (ValueError, tf.errors.NotFoundError) as e:
         raise FileNotFoundError(f"{path}: not a readable TF1 checkpoint ({e})") from None
+    except DAMAGED as e:
+        raise DamagedCheckpointError(path, e) from None
     found = reader.get_variable_to_shape_map()
     expected = {e.tf1: e.tf1_shape for e in name_map(config)}
     unused = {e.tf1: e.tf1_shape for e in unused_entries(config)}
     matched = match_variables(path, expected, found, is_bookkeeping, unused)
-    arrays = {name: np.asarray(reader.get_tensor(name), dtype=np.float32) for name in matched.names}
+    try:
+        arrays = {name: np.asarray(reader.get_tensor(name), dtype=np.float32)
+                  for name in matched.names}
+    except DAMAGED as e:
+        raise DamagedCheckpointError(path, e) from None
     return arrays, matched
 
 

@@ -242,7 +242,7 @@ def run_distillation(experiment: DistillExperiment, teacher_dir: str | os.PathLi
                 worker_directory(os.path.join(directory, "checkpoints"), strategy),
                 trainer.max_checkpoints_to_keep, model=student, optimizer=optimizer, step=step,
                 train_iterator=iterator)
-            restored = checkpoint.restore_latest()
+            restored = checkpoint.restore_latest(log)
             if restored is None:
                 _restore_student(previous, student, iterator)
             log(f"{header}: {stage.describe()}; " + (

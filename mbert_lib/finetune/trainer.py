@@ -155,7 +155,7 @@ def run_finetuning(experiment: FinetuneExperiment, model_dir: str | os.PathLike,
     iterator = iter(train_batches(data.train, trainer.batch_size, trainer.seed))
     checkpoint = RunCheckpoint(os.path.join(model_dir, "checkpoints"), 1, model=model,
                                optimizer=optimizer, step=step, train_iterator=iterator)
-    restored = checkpoint.restore_latest()
+    restored = checkpoint.restore_latest(log)
     log(f"resumed from {restored} at step {int(step)}" if restored
         else f"fine-tuning {init} -> {model_dir}: {trainer.epochs} epochs x {per_epoch} "
              f"steps of {trainer.batch_size}")

@@ -40,22 +40,35 @@ class RunCheckpoint:
     def latest(self) -> Optional[str]:
         return self.manager.latest_checkpoint
 
-    def restore_latest(self) -> Optional[str]:
-        """Restores the newest checkpoint, if any; its path, or None for a fresh run.
+    def restore_latest(self, log=print) -> Optional[str]:
+        """Restores the newest readable checkpoint, if any; its path, or None for a fresh run.
 
         Every object given to the constructor must be fully built (optimizer
         slots created) so that a checkpoint of a different model fails here,
         naming what did not match, instead of silently restoring part of it.
+        A damaged checkpoint (a run killed while writing it, a bad copy) is named
+        and passed over for the one before it; if every one is damaged, the
+        DamagedCheckpointError of the newest is raised.
         """
-        path = self.latest
-        if path is None:
-            return None
-        try:
-            self.checkpoint.restore(path).assert_existing_objects_matched()
-        except AssertionError as e:
-            raise ValueError(f"{path} does not match this run's model/optimizer "
-                             f"(a different architecture in the same model_dir?): {e}") from e
-        return path
+        from mbert_lib.checkpoints import DAMAGED, DamagedCheckpointError
+
+        newest_first = list(reversed(self.manager.checkpoints))
+        for path in newest_first:
+            try:
+                self.checkpoint.restore(path).assert_existing_objects_matched()
+            except AssertionError as e:
+                raise ValueError(f"{path} does not match this run's model/optimizer "
+                                 f"(a different architecture in the same model_dir?): {e}") \
+                    from e
+            except DAMAGED as e:
+                log(f"warning: {DamagedCheckpointError(path, e)}: trying the one before")
+                continue
+            return path
+        if newest_first:
+            raise DamagedCheckpointError(newest_first[0], RuntimeError(
+                f"none of the {len(newest_first)} checkpoint(s) in {self.directory} can be "
+                "read; delete the directory to start again"))
+        return None
 
     def save(self, step: int) -> str:
         return self.manager.save(checkpoint_number=step)

@@ -135,7 +135,7 @@ def run_pretraining(experiment: PretrainExperiment, model_dir: str | os.PathLike
             worker_directory(os.path.join(model_dir, "checkpoints"), strategy),
             trainer.max_checkpoints_to_keep,
             model=model, optimizer=optimizer, step=step, train_iterator=iterator)
-        restored = checkpoint.restore_latest()
+        restored = checkpoint.restore_latest(log)
         log(f"resumed from {restored} at step {int(step)}" if restored
             else f"starting a fresh run in {model_dir}")
 
