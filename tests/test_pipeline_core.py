@@ -129,7 +129,7 @@ def test_a_second_run_into_a_directory_in_use_is_refused_naming_the_first(tmp_pa
     try:
         assert holder.stdout.readline().strip() == "held"
         calls = []
-        with pytest.raises(RunLockedError, match=rf"in use by another run \(pid {holder.pid},"):
+        with pytest.raises(RunLockedError, match=rf"in use by another run \(pid {holder.pid} on "):
             run_steps(_steps(calls), _ctx(tmp_path))
         assert calls == [] and not (tmp_path / "a").exists()
     finally:

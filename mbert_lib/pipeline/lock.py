@@ -1,8 +1,8 @@
 """One run per directory: an exclusive lock on OUT/.lock while steps are being run.
 
 Two `reproduce` runs into one directory would train the same steps into the same
-files. The first takes an exclusive `flock` on OUT/.lock (holding its pid and start
-time) for as long as it runs steps; a second is refused with a PipelineError
+files. The first takes an exclusive `flock` on OUT/.lock (holding its pid, host and
+start time) for as long as it runs steps; a second is refused with a RunLockedError
 naming the holder. The operating system drops the lock when its process ends, so
 a killed run leaves nothing to clean up; a run with nothing left to do (every step
 done: what a notebook's `ensure` mostly finds) reads the records without the lock.
@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import socket
 import time
 from pathlib import Path
 from typing import Iterator
@@ -41,7 +42,8 @@ def run_lock(out_dir: Path) -> Iterator[None]:
                 "or give this one another output directory (--out)") from None
         f.seek(0)
         f.truncate()
-        f.write(f"pid {os.getpid()}, started {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
+        f.write(f"pid {os.getpid()} on {socket.gethostname()}, started "
+                f"{time.strftime('%Y-%m-%d %H:%M:%S')}\n")
         f.flush()
         try:
             yield
