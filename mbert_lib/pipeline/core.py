@@ -172,7 +172,10 @@ def _pending(todo: Sequence[Step], ctx: Context, prints: Mapping[str, str]
                    or found[s.name].get("fingerprint") != prints[s.name]]
 
 
-def _run_pending(todo, pending, found, prints, estimate, ctx, records) -> None:
+def _run_pending(todo: Sequence[Step], pending: Sequence[str],
+                 found: Mapping[str, Optional[dict]], prints: Mapping[str, str],
+                 estimate: eta.Estimate, ctx: Context, records: list) -> None:
+    """Runs the `pending` steps of `todo` in order, skipping (and recording) the others."""
     for k, step in enumerate(todo, 1):
         settings = ctx.settings.get(step.name, {})
         directory = ctx.step_dir(step.name)
