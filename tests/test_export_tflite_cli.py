@@ -87,3 +87,19 @@ def test_seq_length_beyond_the_position_table(saved, tmp_path, capsys):
     assert _export(root, "--seq_length", "600", "--precision", "fp32",
                    "--output", str(tmp_path / "x.tflite")) == 2
     assert "exceeds max_position_embeddings = 512" in capsys.readouterr().err
+
+
+def test_an_existing_file_a_directory_and_a_needless_calibration_are_refused(saved, tmp_path,
+                                                                             capsys):
+    _, root = saved
+    taken = tmp_path / "taken.tflite"
+    taken.write_bytes(b"mine")
+    assert _export(root, "--precision", "fp32", "--output", str(taken)) == 2
+    assert "already exists (use --overwrite)" in capsys.readouterr().err
+    assert taken.read_bytes() == b"mine"
+    assert _export(root, "--precision", "fp32", "--output", str(tmp_path)) == 2
+    assert "is a directory; expected a .tflite file path" in capsys.readouterr().err
+    assert _export(root, "--precision", "fp32", "--random_calibration",
+                   "--output", str(tmp_path / "x.tflite")) == 2
+    assert "are for --precision int8" in capsys.readouterr().err
+    assert not (tmp_path / "x.tflite").exists()

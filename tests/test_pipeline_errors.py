@@ -155,3 +155,25 @@ def test_a_rerun_step_runs_every_time(tmp_path):
     run_steps(steps, _ctx(tmp_path))
     second = run_steps(steps, _ctx(tmp_path))
     assert calls == ["a", "r", "r"] and [r["skipped"] for r in second] == [True, False]
+
+
+def test_reproduce_refuses_a_file_as_its_output_and_an_empty_step_list(tmp_path, capsys):
+    not_a_dir = tmp_path / "out.txt"
+    not_a_dir.write_text("x")
+    assert main(["reproduce", "--preset", "smoke", "--out", str(not_a_dir)]) == 2
+    assert f"--out {not_a_dir} is a file" in capsys.readouterr().err
+    assert main(["reproduce", "--preset", "smoke", "--out", str(tmp_path / "run"),
+                 "--steps", " , "]) == 2
+    assert "--steps names no step" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
+
+
+def test_ctrl_c_says_how_to_resume_instead_of_a_traceback(monkeypatch, capsys):
+    from mbert_lib.cli import presets
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(presets, "run", interrupted)
+    assert main(["presets"]) == 130
+    assert "run the same command again to resume" in capsys.readouterr().err

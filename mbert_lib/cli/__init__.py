@@ -62,3 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     except (CommandError, ValueError, FileNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("interrupted: finished work is kept; run the same command again to resume",
+              file=sys.stderr)
+        return 130

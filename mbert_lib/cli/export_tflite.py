@@ -33,12 +33,15 @@ def add_arguments(parser) -> None:
                         help="int8 only: attention masks padded keys with scores*m - c*(1-m), "
                              "c = this (int8 cannot hold the model's -1e9); 'none' keeps -1e9; "
                              "default: %(default)s")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing file")
     parser.add_argument("--random_calibration", action="store_true",
                         help="int8 only: calibrate on random token ids (smoke tests only: "
                              "ranges from random ids do not match real text)")
 
 
 def run(args) -> int:
+    import os
+
     import numpy as np
 
     from mbert_lib.cli import CommandError
@@ -48,6 +51,14 @@ def run(args) -> int:
 
     if args.seq_length < 1:
         raise CommandError(f"--seq_length must be positive, got {args.seq_length}")
+    if os.path.isdir(args.output):
+        raise CommandError(f"--output {args.output} is a directory; expected a .tflite file path")
+    if os.path.exists(args.output) and not args.overwrite:
+        raise CommandError(f"{args.output} already exists (use --overwrite)")
+    if args.precision != "int8" and (args.calibration or args.random_calibration):
+        raise CommandError(f"--calibration and --random_calibration are for --precision int8 "
+                           f"(the activation ranges of full-integer models); {args.precision} "
+                           "needs none")
     config = load_config(args.checkpoint,
                          MobileBertConfig.from_json_file(args.config) if args.config else None)
     if args.seq_length > config.max_position_embeddings:

@@ -20,10 +20,20 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
+    import os
+
     from mbert_lib.pipeline import STEPS, make_context, run_steps, summary_table
 
+    from mbert_lib.cli import CommandError
+
+    if args.out is not None and os.path.exists(args.out) and not os.path.isdir(args.out):
+        raise CommandError(f"--out {args.out} is a file; expected a directory for the run")
+    only = None
+    if args.steps is not None:
+        only = [s.strip() for s in args.steps.split(",") if s.strip()]
+        if not only:
+            raise CommandError("--steps names no step (leave it out to run every step)")
     ctx = make_context(args.preset, args.out, args.data_dir)
-    only = [s.strip() for s in args.steps.split(",")] if args.steps else None
     ctx.log(f"reproduce: preset {args.preset}, output {ctx.out_dir}, data "
             f"{ctx.data_dir or 'builtin (offline default)'}")
     records: list[dict] = []
