@@ -187,6 +187,20 @@ def stored_kind(path: str | os.PathLike) -> Optional[str]:
     return checkpoint_kind(checkpoint_shapes(resolve_checkpoint(path)))[0]
 
 
+EXPECTED = {"encoder": "an encoder", "pretrainer": "a pretrainer (encoder + MLM and NSP heads)",
+            "classifier": "a fine-tuned classifier"}
+
+
+def expect_kind(path: str | os.PathLike, kinds: tuple[str, ...], command: str) -> str:
+    """The kind of the model at `path`; ValueError naming the path unless it is in `kinds`."""
+    kind = stored_kind(path)
+    if kind not in kinds:
+        held = f"an {kind}" if kind else "no model"
+        raise ValueError(f"{os.fspath(path)} holds {held}; {command} expects "
+                         + " or ".join(EXPECTED[k] for k in kinds))
+    return kind
+
+
 def _probe_shapes(root: tf.train.Checkpoint) -> dict[str, tuple[int, ...]]:
     """The variable paths and shapes `root` would write (an in-memory checkpoint)."""
     directory = f"ram://mbert_probe_{uuid.uuid4().hex}"

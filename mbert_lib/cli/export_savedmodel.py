@@ -33,14 +33,11 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     import os
 
-    from mbert_lib.checkpoints import stored_kind
+    from mbert_lib.checkpoints import expect_kind
     from mbert_lib.cli import CommandError
     from mbert_lib.convert.hf import vocab_beside
 
-    kind = stored_kind(args.checkpoint)
-    if kind not in ("pretrainer", "classifier"):
-        raise CommandError(f"{args.checkpoint} holds {('an ' + kind) if kind else 'no model'}; "
-                           "export savedmodel expects a pretrainer or a fine-tuned classifier")
+    kind = expect_kind(args.checkpoint, ("pretrainer", "classifier"), "export savedmodel")
     vocab_file = args.vocab_file or vocab_beside(args.checkpoint)
     if vocab_file is None:
         raise CommandError(f"{args.checkpoint} has no vocab.txt: pass --vocab_file")

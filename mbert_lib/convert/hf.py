@@ -261,14 +261,10 @@ def export_hf(checkpoint: str | os.PathLike, export_dir: str | os.PathLike,
     A Pretrainer becomes MobileBertForPreTraining, a fine-tuned Classifier
     MobileBertForSequenceClassification (hf_classifier.py). Returns the architecture.
     """
-    from mbert_lib.checkpoints import load_model, stored_kind
+    from mbert_lib.checkpoints import expect_kind, load_model
     from mbert_lib.convert.tf2 import tf1_arrays_from_pretrainer
 
-    kind = stored_kind(checkpoint)
-    if kind not in ("pretrainer", "classifier"):
-        raise ValueError(f"{os.fspath(checkpoint)} holds {('an ' + kind) if kind else 'no model'}"
-                         "; export hf expects a pretrainer (encoder + MLM and NSP heads) or a "
-                         "fine-tuned classifier")
+    kind = expect_kind(checkpoint, ("pretrainer", "classifier"), "export hf")
     vocab_file = vocab_file or vocab_beside(checkpoint)
     model = load_model(checkpoint, kind, config)
     if kind == "classifier":

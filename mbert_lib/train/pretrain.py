@@ -67,24 +67,28 @@ def check_batches(dataset: tf.data.Dataset, batch_size: int, seq_length: int,
                 f"drop_remainder=True), got {spec[key].dtype.name} {spec[key].shape.as_list()}")
 
 
-def _changed_since(experiment: PretrainExperiment, model_dir: str) -> list[str]:
-    """The dotted keys in which `experiment` differs from model_dir's experiment.yaml."""
+def _previous_experiment(experiment: PretrainExperiment, model_dir: str):
+    """The experiment recorded in model_dir's experiment.yaml, or None for a new directory."""
     import yaml
 
     path = os.path.join(model_dir, EXPERIMENT_FILE)
     if not os.path.exists(path):
-        return []
+        return None
     with open(path, encoding="utf-8") as f:
-        return changed_keys(from_dict(type(experiment), yaml.safe_load(f)), experiment)
+        return from_dict(type(experiment), yaml.safe_load(f))
+
+
+def _changed_since(experiment: PretrainExperiment, model_dir: str) -> list[str]:
+    """The dotted keys in which `experiment` differs from model_dir's experiment.yaml."""
+    previous = _previous_experiment(experiment, model_dir)
+    return [] if previous is None else changed_keys(previous, experiment)
 
 
 def _record_experiment(experiment: PretrainExperiment, model_dir: str, log) -> None:
     """Saves experiment.yaml; a resumed run must keep the model, and is told what changed."""
     path = os.path.join(model_dir, EXPERIMENT_FILE)
-    if os.path.exists(path):
-        import yaml
-        with open(path, encoding="utf-8") as f:
-            previous = from_dict(type(experiment), yaml.safe_load(f))
+    previous = _previous_experiment(experiment, model_dir)
+    if previous is not None:
         changed = changed_keys(previous, experiment)
         if previous.model.build_config() != experiment.model.build_config():
             raise ValueError(f"{model_dir} holds a run of a different model ({path}); "
