@@ -121,6 +121,30 @@ class DamagedCheckpointError(ValueError):
                          f"({detail[:200]}); copy or export it again")
 
 
+def read_checkpoint(checkpoint: tf.train.Checkpoint, prefix: str, *, partial: bool = False,
+                    restore: bool = False) -> None:
+    """Reads checkpoint `prefix` into `checkpoint`'s objects: every checkpoint read goes here.
+
+    Every object of `checkpoint` that holds variables must be in the file: a
+    checkpoint of another model raises a ValueError naming `prefix` (before
+    this, a mismatch would restore what matched and leave the rest as built).
+    `partial`: values in the file that `checkpoint` has no object for are fine
+    (an optimizer beside the model). `restore`: also the save counter
+    (CheckpointManager's numbering). Truncated or corrupt files raise
+    DamagedCheckpointError naming `prefix`.
+    """
+    try:
+        status = (checkpoint.restore if restore else checkpoint.read)(prefix)
+        status.assert_existing_objects_matched()
+    except AssertionError as e:
+        raise ValueError(f"{prefix} does not match the model or optimizer it is read into "
+                         f"(a checkpoint of another architecture?): {e}") from None
+    except DAMAGED as e:
+        raise DamagedCheckpointError(prefix, e) from None
+    if partial:
+        status.expect_partial()
+
+
 def resolve_checkpoint(path: str | os.PathLike) -> str:
     """The weights prefix of a model directory, a training directory or a prefix."""
     path = os.fspath(path)
@@ -257,10 +281,7 @@ def load_model(path: str | os.PathLike, kind: str = "pretrainer",
     if missing or unexpected or misshaped:
         raise CheckpointMismatchError(prefix, missing, unexpected, misshaped,
                                       "is this a checkpoint of this config (bert_config.json)?")
-    try:
-        checkpoint.read(prefix).expect_partial()
-    except DAMAGED as e:
-        raise DamagedCheckpointError(prefix, e) from None
+    read_checkpoint(checkpoint, prefix, partial=True)
     return net
 
 

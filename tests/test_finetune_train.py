@@ -129,7 +129,7 @@ def test_a_finished_run_is_not_redone_and_another_run_is_refused(straight, setup
     again = trainer.run_finetuning(experiment(*setup, "trainer.epochs=3"), model_dir,
                                    show_progress=False, log=messages.append)
     assert again == record and messages[0].startswith("already done")
-    with pytest.raises(ValueError, match=r"different fine-tuning run.*trainer.learning_rate"):
+    with pytest.raises(ValueError, match=r"finished run of other settings.*trainer.learning_rate"):
         trainer.run_finetuning(experiment(*setup, "trainer.epochs=3,trainer.learning_rate=1e-3"),
                                model_dir, **QUIET)
 

@@ -119,11 +119,11 @@ def test_a_second_run_into_a_directory_in_use_is_refused_naming_the_first(tmp_pa
     import subprocess
     import sys
 
-    from mbert_lib.pipeline.lock import RunLockedError
+    from mbert_lib.run_lock import RunLockedError
 
     holder = subprocess.Popen(
         [sys.executable, "-c", "import sys, time; from pathlib import Path; "
-         "from mbert_lib.pipeline.lock import run_lock\n"
+         "from mbert_lib.run_lock import run_lock\n"
          "with run_lock(Path(sys.argv[1])):\n    print('held', flush=True); time.sleep(60)",
          str(tmp_path)], stdout=subprocess.PIPE, text=True)
     try:
@@ -140,7 +140,7 @@ def test_a_second_run_into_a_directory_in_use_is_refused_naming_the_first(tmp_pa
 
 
 def test_a_run_with_nothing_to_do_reads_the_records_without_the_lock(tmp_path):
-    from mbert_lib.pipeline.lock import run_lock
+    from mbert_lib.run_lock import run_lock
 
     calls = []
     run_steps(_steps(calls), _ctx(tmp_path))

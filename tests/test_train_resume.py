@@ -99,7 +99,8 @@ def test_tensorboard_has_the_scalars(straight):
 
 def test_a_different_model_in_the_same_model_dir_is_refused(straight):
     changed = tiny_experiment(RUN + ",trainer.train_steps=12,model.overrides.num_hidden_layers=2")
-    with pytest.raises(ValueError, match="different model"):
+    with pytest.raises(ValueError, match=r"holds an unfinished run of other settings .*"
+                                         r"changed: \['model.overrides.num_hidden_layers'\]"):
         run_pretraining(changed, straight, show_progress=False, log=lambda _: None)
 
 

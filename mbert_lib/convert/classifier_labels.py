@@ -50,7 +50,7 @@ def classifier_labels(path: str | os.PathLike, num_classes: int) -> ClassifierLa
     output: a regression score). Raises ValueError, naming the directory, when the head's
     size does not match the task's classes.
     """
-    from mbert_lib.finetune.trainer import EXPERIMENT_FILE
+    from mbert_lib.train.run_record import EXPERIMENT_FILE
 
     directory = _model_dir(path)
     experiment_file = directory / EXPERIMENT_FILE

@@ -20,6 +20,7 @@ ended with. The teacher runs with training=False and is in no optimizer.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import filecmp
 import json
@@ -31,11 +32,9 @@ from typing import Callable, Optional
 
 import tensorflow as tf
 import tf_keras
-import yaml
 
 from mbert_lib import atomic
-from mbert_lib.checkpoints import load_pretrainer, write_model_files
-from mbert_lib.config_tree import changed_keys, from_dict, save_yaml
+from mbert_lib.checkpoints import load_pretrainer, read_checkpoint, write_model_files
 from mbert_lib.distill.experiment import DistillExperiment, teacher_layer_map
 from mbert_lib.distill.initialize import copy_from_teacher
 from mbert_lib.distill.objective import DistillationObjective
@@ -44,7 +43,6 @@ from mbert_lib.models import build_pretrainer
 from mbert_lib.optim import GroupedOptimizer, create_optimizer
 from mbert_lib.train.checkpointing import (
     RunCheckpoint,
-    check_finished_same,
     is_chief,
     is_done,
     read_done,
@@ -52,12 +50,16 @@ from mbert_lib.train.checkpointing import (
     write_done,
 )
 from mbert_lib.train.loop import make_evaluator, make_train_step, run_loop
-from mbert_lib.train.pretrain import check_batches
-from mbert_lib.train.pretrain_data import PretrainingData, build_pretraining_datasets
+from mbert_lib.train.pretrain_data import (
+    PretrainingData,
+    build_pretraining_datasets,
+    check_batches,
+)
 from mbert_lib.train.progress import Scalars
+from mbert_lib.train.run_record import EXPERIMENT_FILE, check_same_run, record_experiment
+from mbert_lib.run_lock import run_lock
 from mbert_lib.train.strategy import create_strategy, precision_policy
 
-EXPERIMENT_FILE = "experiment.yaml"
 STAGE_DONE_FILE = "stage_done.json"
 TOKENIZER_FILES = ("vocab.txt", "tokenizer_config.json")
 
@@ -76,11 +78,16 @@ def init_dir(model_dir: str | os.PathLike) -> str:
 
 
 def read_stage_done(directory: str) -> Optional[dict]:
+    """The record of a finished stage in `directory`, or None if it has not finished."""
     path = os.path.join(directory, STAGE_DONE_FILE)
     if not os.path.exists(path):
         return None
     with open(path, encoding="utf-8") as f:
-        return json.load(f)
+        try:
+            return json.load(f)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path}: not valid JSON ({e}); delete it to run the stage "
+                             "again") from None
 
 
 def stage_checkpoint(model_dir: str | os.PathLike, stage: Optional[Stage]) -> Optional[str]:
@@ -97,27 +104,14 @@ def load_stage_student(model_dir: str | os.PathLike, stage: Optional[Stage], con
         where = "init" if stage is None else stage_name(stage)
         raise FileNotFoundError(f"{model_dir}: stage {where} has no checkpoint")
     student = build_pretrainer(config)
-    tf.train.Checkpoint(model=student).read(path).expect_partial()
+    read_checkpoint(tf.train.Checkpoint(model=student), path, partial=True)
     return student
 
 
 # ------------------------------------------------------------------- pieces
-def _changes(experiment: DistillExperiment, model_dir: str) -> list[str]:
-    """Settings changed since the run in model_dir started; models and strategy must not."""
-    path = os.path.join(model_dir, EXPERIMENT_FILE)
-    if not os.path.exists(path):
-        return []
-    with open(path, encoding="utf-8") as f:
-        previous = from_dict(DistillExperiment, yaml.safe_load(f))
-    changed = changed_keys(previous, experiment)
-    fixed = [k for k in changed if k.startswith(("teacher.", "student.",
-                                                 "distillation.strategy",
-                                                 "distillation.transfer_teacher_layers"))]
-    if fixed:
-        raise ValueError(f"{model_dir} holds a distillation run of different models or "
-                         f"another strategy ({path}); changed: {fixed}. Use another "
-                         "--model_dir.")
-    return changed
+# Settings a started run keeps: the two models, the strategy and which teacher layers teach.
+_FIXED_SETTINGS = ("teacher.", "student.", "distillation.strategy",
+                   "distillation.transfer_teacher_layers")
 
 
 def _check_tokenizer(teacher_dir: str, data: PretrainingData) -> None:
@@ -160,8 +154,8 @@ def build_stage_optimizer(optimizer_section, stage: Stage, groups: dict) -> Grou
 
 
 def _restore_student(path: str, student, iterator) -> None:
-    tf.train.Checkpoint(model=student, train_iterator=iterator).read(
-        path).assert_existing_objects_matched().expect_partial()
+    read_checkpoint(tf.train.Checkpoint(model=student, train_iterator=iterator), path,
+                    partial=True)
 
 
 def final_eval_stage(experiment: DistillExperiment, num_layers: int) -> Stage:
@@ -180,9 +174,10 @@ def run_distillation(experiment: DistillExperiment, teacher_dir: str | os.PathLi
     teacher_config = experiment.teacher.build_config()
     stages = plan_stages(experiment.distillation, student_config.num_hidden_layers)
     total = total_steps(stages)
-    changed = _changes(experiment, model_dir)
-    if is_done(model_dir, total):
-        check_finished_same(model_dir, changed, os.path.join(model_dir, EXPERIMENT_FILE))
+    finished = is_done(model_dir, total)
+    check_same_run(experiment, model_dir, finished=finished,
+                   fixed=lambda key: key.startswith(_FIXED_SETTINGS), log=log)
+    if finished:
         done = read_done(model_dir)
         log(f"already done: {model_dir} finished {done['train_steps']} student steps "
             f"(asked for {total}); nothing to do")
@@ -200,13 +195,31 @@ def run_distillation(experiment: DistillExperiment, teacher_dir: str | os.PathLi
         raise ValueError(f"trainer.batch_size ({trainer.batch_size}) must be a multiple of the "
                          f"number of replicas ({strategy.num_replicas_in_sync})")
     _check_tokenizer(teacher_dir, data)
-    os.makedirs(model_dir, exist_ok=True)
     chief = is_chief(strategy)
-    if chief:
-        if changed:
-            log(f"note: continuing {model_dir} with changed settings: {changed}")
-        save_yaml(experiment, os.path.join(model_dir, EXPERIMENT_FILE))
-    log("stages: " + "; ".join(s.describe() for s in stages))
+    with run_lock(model_dir, "--model_dir") if chief else contextlib.nullcontext():
+        if chief:
+            record_experiment(experiment, model_dir)
+        os.makedirs(model_dir, exist_ok=True)
+        log("stages: " + "; ".join(s.describe() for s in stages))
+        student, records, final = _run_stages(experiment, teacher_dir, model_dir, strategy,
+                                              data, stages, layer_map, chief,
+                                              show_progress, log)
+        if chief:
+            write_model_files(student, model_dir,
+                              save_tokenizer=lambda d: _save_tokenizer(teacher_dir, data, d))
+            write_done(model_dir, total, eval=final, stages=records,
+                       strategy=experiment.distillation.strategy, teacher_dir=teacher_dir)
+            log(f"exported the student to {model_dir}")
+    return read_done(model_dir) if chief else {"train_steps": total, "eval": final}
+
+
+def _run_stages(experiment: DistillExperiment, teacher_dir: str, model_dir: str, strategy,
+                data: PretrainingData, stages: list[Stage], layer_map, chief: bool,
+                show_progress: bool, log) -> tuple[tf_keras.Model, list[dict], dict]:
+    """Runs the stages not yet done, in order; (student, stage records, final eval metrics)."""
+    trainer, runtime = experiment.trainer, experiment.runtime
+    student_config = experiment.student.build_config()
+    teacher_config = experiment.teacher.build_config()
     tf_keras.utils.set_random_seed(trainer.seed)
     lw, pd = experiment.distillation.layer_wise, experiment.distillation.pretrain
     records = []
@@ -286,13 +299,7 @@ def run_distillation(experiment: DistillExperiment, teacher_dir: str | os.PathLi
                                           layer_map, lw, pd)
         evaluate = make_evaluator(strategy, objective, data.eval, trainer.eval_steps)
         final = evaluate() if evaluate is not None else {}
-    if chief:
-        write_model_files(student, model_dir,
-                          save_tokenizer=lambda d: _save_tokenizer(teacher_dir, data, d))
-        write_done(model_dir, total, eval=final, stages=records,
-                   strategy=experiment.distillation.strategy, teacher_dir=teacher_dir)
-        log(f"exported the student to {model_dir}")
-    return read_done(model_dir) if chief else {"train_steps": total, "eval": final}
+    return student, records, final
 
 
 def read_run(model_dir: str | os.PathLike) -> tuple[DistillExperiment, list[Stage]]:

@@ -31,8 +31,14 @@ from typing import Callable, Optional
 import tensorflow as tf
 import tf_keras
 
-from mbert_lib.checkpoints import load_config, load_encoder, save_model_dir, write_model_files
-from mbert_lib.config_tree import changed_keys, from_dict, save_yaml, to_dict
+from mbert_lib.checkpoints import (
+    load_config,
+    load_encoder,
+    read_checkpoint,
+    save_model_dir,
+    write_model_files,
+)
+from mbert_lib.config_tree import to_dict
 from mbert_lib.data.pipeline import check_model_compatibility
 from mbert_lib.data.tokenizer import load_tokenizer, save_tokenizer
 from mbert_lib.finetune.best import BEST_DIR, BestKeeper
@@ -46,29 +52,13 @@ from mbert_lib.optim import create_optimizer
 from mbert_lib.train.checkpointing import RunCheckpoint, read_done, write_done
 from mbert_lib.train.loop import make_train_step, run_loop
 from mbert_lib.train.progress import Scalars
+from mbert_lib.train.run_record import (
+    check_same_run,
+    record_experiment,
+    trained_setting,
+)
 from mbert_lib.train.strategy import create_strategy, precision_policy
-
-EXPERIMENT_FILE = "experiment.yaml"
-# Settings that may change when a run resumes: they do not change what is trained.
-_RESUMABLE_CHANGES = ("description", "runtime.", "trainer.log_interval", "trainer.eval_batch_size")
-
-
-def _check_same_run(experiment: FinetuneExperiment, model_dir: str, log) -> None:
-    """Refuses a model_dir that holds a different fine-tuning run (its experiment.yaml)."""
-    import yaml
-
-    path = os.path.join(model_dir, EXPERIMENT_FILE)
-    if os.path.exists(path):
-        with open(path, encoding="utf-8") as f:
-            previous = from_dict(FinetuneExperiment, yaml.safe_load(f))
-        changed = changed_keys(previous, experiment)
-        blocking = [k for k in changed if not k.startswith(_RESUMABLE_CHANGES)]
-        if blocking:
-            raise ValueError(f"{model_dir} holds a different fine-tuning run ({path}); "
-                             f"changed: {blocking}. Use another --model_dir.")
-        if changed:
-            log(f"note: continuing {model_dir} with changed settings: {changed}")
-
+from mbert_lib.run_lock import run_lock
 
 def model_tokenizer(experiment: FinetuneExperiment, config):
     """The tokenizer of the run: task.vocab_file, else the one beside model.init_checkpoint."""
@@ -111,8 +101,9 @@ def run_finetuning(experiment: FinetuneExperiment, model_dir: str | os.PathLike,
                          "model directory of a pre-trained (or distilled) model")
     get_task(experiment.task.name).resolve_source(experiment.task.source,
                                                   experiment.task.data_dir)  # fail early
-    _check_same_run(experiment, model_dir, log)
     done = read_done(model_dir)
+    check_same_run(experiment, model_dir, finished=done is not None, fixed=trained_setting,
+                   log=log)
     if done is not None:
         log(f"already done: {model_dir} finished fine-tuning ({done['metric']} "
             f"{done['eval'][done['metric']]:.4f}); nothing to do")
@@ -131,7 +122,7 @@ def run_finetuning(experiment: FinetuneExperiment, model_dir: str | os.PathLike,
                          f"{experiment.model.init_checkpoint}'s")
     for note in data.notes():
         log(note)
-    task, per_epoch = data.task, steps_per_epoch(data.train, trainer.batch_size)
+    per_epoch = steps_per_epoch(data.train, trainer.batch_size)
     if per_epoch < 1:
         raise ValueError(f"{len(data.train)} training examples are fewer than one batch of "
                          f"{trainer.batch_size}")
@@ -139,8 +130,16 @@ def run_finetuning(experiment: FinetuneExperiment, model_dir: str | os.PathLike,
         raise ValueError(f"trainer.batch_size ({trainer.batch_size}) must be a multiple of the "
                          f"number of replicas ({strategy.num_replicas_in_sync})")
     train_steps = trainer.epochs * per_epoch
-    os.makedirs(model_dir, exist_ok=True)
-    save_yaml(experiment, os.path.join(model_dir, EXPERIMENT_FILE))
+    with run_lock(model_dir, "--model_dir"):
+        record_experiment(experiment, model_dir)
+        return _train(experiment, model_dir, data, tokenizer, strategy, config, train_steps,
+                      per_epoch, show_progress, log)
+
+
+def _train(experiment: FinetuneExperiment, model_dir: str, data: TaskData, tokenizer, strategy,
+           config, train_steps: int, per_epoch: int, show_progress: bool, log) -> dict:
+    """Trains and evaluates every epoch, exports the best one; returns the done record."""
+    init, trainer, task = experiment.model.init_checkpoint, experiment.trainer, data.task
     tf_keras.utils.set_random_seed(trainer.seed)
 
     with precision_policy(experiment.runtime.mixed_precision), strategy.scope():
@@ -192,8 +191,7 @@ def run_finetuning(experiment: FinetuneExperiment, model_dir: str | os.PathLike,
              show_progress=show_progress, log=log)
 
     best = keeper.best
-    tf.train.Checkpoint(model=model).read(
-        os.path.join(keeper.best_dir, "model.ckpt")).assert_existing_objects_matched()
+    read_checkpoint(tf.train.Checkpoint(model=model), os.path.join(keeper.best_dir, "model.ckpt"))
     write_model_files(model, model_dir, save_tokenizer=lambda d: save_tokenizer(tokenizer, d))
     train_seconds = sum(h["train_seconds"] for h in keeper.history)
     write_done(

@@ -48,6 +48,7 @@ from mbert_lib.data.provenance import sha256_file
 from mbert_lib.pipeline.core import (STALE_MARK, Context, PipelineError, read_record, run_steps,
                                      step_fingerprints)
 from mbert_lib.runtime import REPO_ROOT, shown_path
+from mbert_lib.run_lock import LOCK_FILE
 
 BUNDLE_STEPS = ("teacher", "pkt", "ablation_pd_fmt", "transfer")
 DEFAULT_BUNDLE = REPO_ROOT / "bundles" / "laptop.tar.xz"
@@ -153,7 +154,8 @@ def _stage_step(source: Path, target: Path, run_dir: str) -> None:
     distillation = (source / "stages").is_dir()
     for path in sorted(source.rglob("*")):
         relative = path.relative_to(source)
-        if not path.is_file() or _is_resume_state(relative, distillation):
+        if not path.is_file() or path.name == LOCK_FILE or _is_resume_state(relative,
+                                                                             distillation):
             continue
         destination = target / relative
         destination.parent.mkdir(parents=True, exist_ok=True)

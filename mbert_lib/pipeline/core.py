@@ -46,7 +46,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 
 from mbert_lib import atomic, strict_json
 from mbert_lib.pipeline import checks, eta
-from mbert_lib.pipeline.lock import run_lock
+from mbert_lib.run_lock import run_lock
 
 RECORD_FILE = "step.json"
 

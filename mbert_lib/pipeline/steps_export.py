@@ -68,7 +68,8 @@ def run_tflite(ctx: Context, settings: Mapping[str, Any]) -> dict:
     from mbert_lib.experiment import load_experiment
     from mbert_lib.export.evaluate import evaluate_precisions, format_table
     from mbert_lib.finetune.experiment import FinetuneExperiment
-    from mbert_lib.finetune.trainer import EXPERIMENT_FILE, cached_task_data
+    from mbert_lib.finetune.trainer import cached_task_data
+    from mbert_lib.train.run_record import EXPERIMENT_FILE
 
     finetune = ctx.result("finetune")
     models, loaded, seq_length = {}, {}, None

@@ -9,14 +9,16 @@ random state that checkpoints do not hold.)
 
 A finished run writes `training_done.json` last, after its final export;
 a run that finds it (for at least as many steps) does nothing, unless it was
-asked with other training settings than the finished run's (`check_finished_same`):
-then the directory holds another run, and it says so.
+asked with other training settings than the finished run's: then the
+directory holds another run, and it says so (mbert_lib.train.run_record).
 """
 
 from __future__ import annotations
 
+import glob
 import json
 import os
+import shutil
 import time
 from typing import Optional
 
@@ -50,18 +52,14 @@ class RunCheckpoint:
         and passed over for the one before it; if every one is damaged, the
         DamagedCheckpointError of the newest is raised.
         """
-        from mbert_lib.checkpoints import DAMAGED, DamagedCheckpointError
+        from mbert_lib.checkpoints import DamagedCheckpointError, read_checkpoint
 
         newest_first = list(reversed(self.manager.checkpoints))
         for path in newest_first:
             try:
-                self.checkpoint.restore(path).assert_existing_objects_matched()
-            except AssertionError as e:
-                raise ValueError(f"{path} does not match this run's model/optimizer "
-                                 f"(a different architecture in the same model_dir?): {e}") \
-                    from e
-            except DAMAGED as e:
-                log(f"warning: {DamagedCheckpointError(path, e)}: trying the one before")
+                read_checkpoint(self.checkpoint, path, restore=True)
+            except DamagedCheckpointError as e:
+                log(f"warning: {e}: trying the one before")
                 continue
             return path
         if newest_first:
@@ -71,7 +69,18 @@ class RunCheckpoint:
         return None
 
     def save(self, step: int) -> str:
-        return self.manager.save(checkpoint_number=step)
+        """Saves ckpt-`step`; a failed save (a full disk) leaves none of its files behind."""
+        try:
+            return self.manager.save(checkpoint_number=step)
+        except BaseException:
+            kept = set(self.manager.checkpoints)
+            prefix = os.path.join(self.directory, f"ckpt-{step}")
+            for leftover in glob.glob(glob.escape(prefix) + "_temp*"):
+                shutil.rmtree(leftover, ignore_errors=True)
+            if prefix not in kept:
+                for leftover in glob.glob(glob.escape(prefix) + ".*"):
+                    os.remove(leftover)
+            raise
 
 
 def read_done(model_dir: str | os.PathLike) -> Optional[dict]:
@@ -90,23 +99,6 @@ def is_done(model_dir: str | os.PathLike, train_steps: int) -> bool:
     """True if a run in model_dir finished at least `train_steps` steps."""
     done = read_done(model_dir)
     return done is not None and int(done.get("train_steps", -1)) >= train_steps
-
-
-# Settings that do not change what a finished run trained (how it was logged, saved,
-# evaluated or run; train_steps: a run asked for fewer steps than it did is done).
-UNTRAINED_SETTINGS = ("description", "runtime.", "trainer.log_interval", "trainer.eval_",
-                      "trainer.checkpoint_interval", "trainer.max_checkpoints_to_keep",
-                      "trainer.jit_compile", "trainer.train_steps")
-
-
-def check_finished_same(model_dir: str | os.PathLike, changed: list[str], record: str) -> None:
-    """Refuses a finished run in model_dir asked again with other training settings
-    (`changed`: the dotted keys that differ from its `record`, its experiment.yaml)."""
-    trained = [k for k in changed if not k.startswith(UNTRAINED_SETTINGS)]
-    if trained:
-        raise ValueError(f"{os.fspath(model_dir)} holds a finished run of other settings "
-                         f"({record}); changed: {trained}. Use another --model_dir, or delete "
-                         "it to train again.")
 
 
 def write_done(model_dir: str | os.PathLike, train_steps: int, **info) -> None:

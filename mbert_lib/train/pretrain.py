@@ -15,18 +15,18 @@ position; re-run after it finished, it reports "already done" and returns.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from typing import Callable, Optional
 
 import tensorflow as tf
 import tf_keras
 
-from mbert_lib.experiment import PretrainExperiment, changed_keys, from_dict, save_yaml
+from mbert_lib.experiment import PretrainExperiment
 from mbert_lib.models import build_pretrainer
 from mbert_lib.optim import create_optimizer
 from mbert_lib.train.checkpointing import (
     RunCheckpoint,
-    check_finished_same,
     is_chief,
     is_done,
     read_done,
@@ -35,97 +35,24 @@ from mbert_lib.train.checkpointing import (
 )
 from mbert_lib.checkpoints import write_model_files
 from mbert_lib.train.loop import make_evaluator, make_train_step, run_loop
-from mbert_lib.train.objectives import BATCH_KEYS, PretrainingObjective
-from mbert_lib.train.pretrain_data import PretrainingData, build_pretraining_datasets
+from mbert_lib.train.objectives import PretrainingObjective
+from mbert_lib.train.pretrain_data import (
+    PretrainingData,
+    build_pretraining_datasets,
+    check_batches,
+)
 from mbert_lib.train.progress import Scalars
+from mbert_lib.train.run_record import check_same_run, record_experiment
 from mbert_lib.train.strategy import create_strategy, precision_policy
-
-EXPERIMENT_FILE = "experiment.yaml"
-
-
-def check_batches(dataset: tf.data.Dataset, batch_size: int, seq_length: int,
-                  max_predictions: int, what: str = "training dataset") -> None:
-    """Fails with a clear message unless `dataset` follows the pre-training batch contract."""
-    spec = dataset.element_spec
-    if not isinstance(spec, dict):
-        raise ValueError(f"the {what} must yield dicts of tensors, got {spec}")
-    missing = [k for k in BATCH_KEYS if k not in spec]
-    if missing:
-        raise ValueError(f"the {what} lacks key(s) {missing}; it has {sorted(spec)}")
-    want = {"input_word_ids": [batch_size, seq_length], "input_mask": [batch_size, seq_length],
-            "input_type_ids": [batch_size, seq_length],
-            "masked_lm_positions": [batch_size, max_predictions],
-            "masked_lm_ids": [batch_size, max_predictions],
-            "masked_lm_weights": [batch_size, max_predictions],
-            "next_sentence_labels": [batch_size]}
-    for key, shape in want.items():
-        dtype = tf.float32 if key == "masked_lm_weights" else tf.int32
-        if spec[key].dtype != dtype or spec[key].shape.as_list() != shape:
-            raise ValueError(
-                f"the {what}'s {key!r} must be {dtype.name} {shape} (batch_size, "
-                f"seq_length / max_predictions_per_seq from the experiment, batched with "
-                f"drop_remainder=True), got {spec[key].dtype.name} {spec[key].shape.as_list()}")
+from mbert_lib.run_lock import run_lock
 
 
-def _previous_experiment(experiment: PretrainExperiment, model_dir: str):
-    """The experiment recorded in model_dir's experiment.yaml, or None for a new directory."""
-    import yaml
-
-    path = os.path.join(model_dir, EXPERIMENT_FILE)
-    if not os.path.exists(path):
-        return None
-    with open(path, encoding="utf-8") as f:
-        return from_dict(type(experiment), yaml.safe_load(f))
-
-
-def _changed_since(experiment: PretrainExperiment, model_dir: str) -> list[str]:
-    """The dotted keys in which `experiment` differs from model_dir's experiment.yaml."""
-    previous = _previous_experiment(experiment, model_dir)
-    return [] if previous is None else changed_keys(previous, experiment)
-
-
-def _record_experiment(experiment: PretrainExperiment, model_dir: str, log) -> None:
-    """Saves experiment.yaml; a resumed run must keep the model, and is told what changed."""
-    path = os.path.join(model_dir, EXPERIMENT_FILE)
-    previous = _previous_experiment(experiment, model_dir)
-    if previous is not None:
-        changed = changed_keys(previous, experiment)
-        if previous.model.build_config() != experiment.model.build_config():
-            raise ValueError(f"{model_dir} holds a run of a different model ({path}); "
-                             f"changed: {[k for k in changed if k.startswith('model.')]}. "
-                             "Use another --model_dir.")
-        if changed:
-            log(f"note: continuing {model_dir} with changed settings: {changed}")
-    save_yaml(experiment, path)
-
-
-def run_pretraining(experiment: PretrainExperiment, model_dir: str | os.PathLike,
-                    data: Optional[PretrainingData] = None, show_progress: bool = True,
-                    log: Callable[[str], None] = print) -> dict:
-    """Trains (or resumes, or skips a finished run); returns the done record with eval metrics."""
-    model_dir = os.fspath(model_dir)
+def _train(experiment: PretrainExperiment, model_dir: str, strategy, data: PretrainingData,
+           show_progress: bool, log) -> tuple[tf_keras.Model, dict]:
+    """Builds, restores and trains the model to trainer.train_steps; (model, eval metrics)."""
     trainer, runtime = experiment.trainer, experiment.runtime
-    if is_done(model_dir, trainer.train_steps):
-        check_finished_same(model_dir, _changed_since(experiment, model_dir),
-                            os.path.join(model_dir, EXPERIMENT_FILE))
-        done = read_done(model_dir)
-        log(f"already done: {model_dir} finished {done['train_steps']} steps "
-            f"(asked for {trainer.train_steps}); nothing to do")
-        return done
-    # MultiWorkerMirroredStrategy must exist before other TF ops run.
-    strategy = create_strategy(runtime.distribution_strategy, runtime.devices,
-                               runtime.tpu_address)
-    data = data if data is not None else build_pretraining_datasets(experiment)
-    check_batches(data.train, trainer.batch_size, experiment.data.seq_length,
-                  experiment.data.max_predictions_per_seq)
-    if trainer.batch_size % strategy.num_replicas_in_sync:
-        raise ValueError(f"trainer.batch_size ({trainer.batch_size}) must be a multiple of the "
-                         f"number of replicas ({strategy.num_replicas_in_sync})")
     os.makedirs(model_dir, exist_ok=True)
     tf_keras.utils.set_random_seed(trainer.seed)
-    chief = is_chief(strategy)
-    if chief:
-        _record_experiment(experiment, model_dir, log)
     with precision_policy(runtime.mixed_precision):
         with strategy.scope():
             model = build_pretrainer(experiment.model.build_config())
@@ -153,12 +80,44 @@ def run_pretraining(experiment: PretrainExperiment, model_dir: str | os.PathLike
             tokens_per_step=trainer.batch_size * experiment.data.seq_length,
             scalars=Scalars(worker_directory(os.path.join(model_dir, "tensorboard"), strategy)),
             log_interval=trainer.log_interval, evaluate=evaluate,
-            eval_interval=trainer.eval_interval, show_progress=show_progress and chief, log=log)
+            eval_interval=trainer.eval_interval, show_progress=show_progress, log=log)
         if not metrics and evaluate is not None:  # resumed at the last step: evaluate anyway
             metrics = evaluate()
-    if chief:
-        write_model_files(model, model_dir, save_tokenizer=data.save_tokenizer)
-        write_done(model_dir, trainer.train_steps, eval=metrics)
-        log(f"exported the model to {model_dir}")
+    return model, metrics
+
+
+def run_pretraining(experiment: PretrainExperiment, model_dir: str | os.PathLike,
+                    data: Optional[PretrainingData] = None, show_progress: bool = True,
+                    log: Callable[[str], None] = print) -> dict:
+    """Trains (or resumes, or skips a finished run); returns the done record with eval metrics."""
+    model_dir = os.fspath(model_dir)
+    trainer, runtime = experiment.trainer, experiment.runtime
+    finished = is_done(model_dir, trainer.train_steps)
+    check_same_run(experiment, model_dir, finished=finished,
+                   fixed=lambda key: key.startswith("model."), log=log)
+    if finished:
+        done = read_done(model_dir)
+        log(f"already done: {model_dir} finished {done['train_steps']} steps "
+            f"(asked for {trainer.train_steps}); nothing to do")
+        return done
+    # MultiWorkerMirroredStrategy must exist before other TF ops run.
+    strategy = create_strategy(runtime.distribution_strategy, runtime.devices,
+                               runtime.tpu_address)
+    data = data if data is not None else build_pretraining_datasets(experiment)
+    check_batches(data.train, trainer.batch_size, experiment.data.seq_length,
+                  experiment.data.max_predictions_per_seq)
+    if trainer.batch_size % strategy.num_replicas_in_sync:
+        raise ValueError(f"trainer.batch_size ({trainer.batch_size}) must be a multiple of the "
+                         f"number of replicas ({strategy.num_replicas_in_sync})")
+    chief = is_chief(strategy)
+    with run_lock(model_dir, "--model_dir") if chief else contextlib.nullcontext():
+        if chief:
+            record_experiment(experiment, model_dir)
+        model, metrics = _train(experiment, model_dir, strategy, data, show_progress and chief,
+                                log)
+        if chief:
+            write_model_files(model, model_dir, save_tokenizer=data.save_tokenizer)
+            write_done(model_dir, trainer.train_steps, eval=metrics)
+            log(f"exported the model to {model_dir}")
     return read_done(model_dir) if chief else {"train_steps": trainer.train_steps,
                                                   "eval": metrics}

@@ -17,6 +17,7 @@ from typing import Callable, Optional
 
 import tensorflow as tf
 
+from mbert_lib.train.objectives import BATCH_KEYS
 from mbert_lib.train.synthetic import synthetic_pretraining_dataset
 
 SYNTHETIC_TRAIN_EXAMPLES = 16384
@@ -76,3 +77,27 @@ def _real_text(experiment) -> PretrainingData:
         eval=make_pretraining_dataset(prepared.examples_dir, trainer.eval_batch_size,
                                       split="eval"),
         save_tokenizer=lambda directory: save_tokenizer(tokenizer, directory))
+
+
+def check_batches(dataset: tf.data.Dataset, batch_size: int, seq_length: int,
+                  max_predictions: int, what: str = "training dataset") -> None:
+    """Fails with a clear message unless `dataset` follows the pre-training batch contract."""
+    spec = dataset.element_spec
+    if not isinstance(spec, dict):
+        raise ValueError(f"the {what} must yield dicts of tensors, got {spec}")
+    missing = [k for k in BATCH_KEYS if k not in spec]
+    if missing:
+        raise ValueError(f"the {what} lacks key(s) {missing}; it has {sorted(spec)}")
+    want = {"input_word_ids": [batch_size, seq_length], "input_mask": [batch_size, seq_length],
+            "input_type_ids": [batch_size, seq_length],
+            "masked_lm_positions": [batch_size, max_predictions],
+            "masked_lm_ids": [batch_size, max_predictions],
+            "masked_lm_weights": [batch_size, max_predictions],
+            "next_sentence_labels": [batch_size]}
+    for key, shape in want.items():
+        dtype = tf.float32 if key == "masked_lm_weights" else tf.int32
+        if spec[key].dtype != dtype or spec[key].shape.as_list() != shape:
+            raise ValueError(
+                f"the {what}'s {key!r} must be {dtype.name} {shape} (batch_size, "
+                f"seq_length / max_predictions_per_seq from the experiment, batched with "
+                f"drop_remainder=True), got {spec[key].dtype.name} {spec[key].shape.as_list()}")

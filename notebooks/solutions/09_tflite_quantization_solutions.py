@@ -42,7 +42,8 @@ from mbert_lib.export.evaluate import accuracy, evaluate_precisions, format_tabl
 from mbert_lib.export.interpreter import TFLiteModel
 from mbert_lib.export.representative import random_features
 from mbert_lib.finetune.experiment import FinetuneExperiment
-from mbert_lib.finetune.trainer import EXPERIMENT_FILE, cached_task_data
+from mbert_lib.finetune.trainer import cached_task_data
+from mbert_lib.train.run_record import EXPERIMENT_FILE
 from mbert_lib.pipeline import ensure, notebook_context
 from mbert_lib.pipeline.steps_export import calibration_features, finetuned_model_dir
 from mbert_lib.quiet_start import native_stderr_silenced
