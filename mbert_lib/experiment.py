@@ -219,11 +219,13 @@ def load_experiment(path: str | os.PathLike, params_override: str | None = None,
     path = os.fspath(path)
     if not os.path.isfile(path):
         raise FileNotFoundError(f"experiment config file not found: {path}")
-    with open(path, encoding="utf-8") as f:
-        try:
+    try:
+        with open(path, encoding="utf-8") as f:
             values = yaml.safe_load(f)
-        except yaml.YAMLError as e:
-            raise ValueError(f"{path}: not valid yaml ({e})") from None
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}: not a text file ({e}); expected an experiment yaml") from None
+    except yaml.YAMLError as e:
+        raise ValueError(f"{path}: not valid yaml ({e})") from None
     try:
         config = from_dict(cls, values)
     except ValueError as e:

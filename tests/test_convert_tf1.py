@@ -155,3 +155,17 @@ def test_overwrite_replaces_the_output_and_leaves_no_temporary_directories(tmp_p
                  prefix, "--tf2_checkpoint_path", str(out), "--overwrite"]) == 0
     assert "stale.txt" not in os.listdir(out) and "bert_config.json" in os.listdir(out)
     assert os.listdir(tmp_path / "out") == ["tf2"]
+
+
+def test_a_config_without_the_fields_that_set_the_shapes_is_refused(tmp_path):
+    """Missing fields would silently take BERT-base's defaults (hidden 768, vocab 30522)
+    and fail later with a page of shape mismatches; the file and the fields are named."""
+    from mbert_lib.convert.tf1 import convert_tf1_checkpoint
+
+    values = json.loads(STUDENT.to_json_string())
+    del values["hidden_size"], values["vocab_size"]
+    path = tmp_path / "bert_config.json"
+    path.write_text(json.dumps(values))
+    with pytest.raises(ValueError, match=r"bert_config.json lacks \['vocab_size', 'hidden_size'\]"):
+        convert_tf1_checkpoint(path, tmp_path / "nowhere", tmp_path / "out")
+    assert not (tmp_path / "out").exists()

@@ -107,6 +107,23 @@ def test_malformed_sst2_tsv_names_file_and_line(data_dir, text, message):
         glue.load_sst2("train", data_dir=data_dir)
 
 
+def test_a_line_over_the_limit_is_refused_at_once_naming_its_number(data_dir, monkeypatch):
+    """A file whose line breaks were lost would be tokenized as one "sentence" for minutes
+    and gigabytes; both readers refuse it naming the line instead."""
+    from mbert_lib.data import text
+
+    monkeypatch.setattr(text, "MAX_LINE_CHARS", 50)
+    (data_dir / "glue" / "SST-2" / "train.tsv").write_text(
+        "sentence\tlabel\ngood\t1\n" + "very " * 20 + "bad\t0\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r"train.tsv:3: a line of 105 characters, over the "
+                                        r"limit of 50"):
+        glue.load_sst2("train", data_dir=data_dir)
+    wiki = data_dir / "wikitext-2" / "valid.txt"
+    wiki.write_text(" = A = \n" + "word " * 11 + "\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r"valid.txt:2: a line of 55 characters"):
+        wikitext.read_local(data_dir, splits=["valid"])
+
+
 def test_sst2_missing_directory_and_file(tmp_path, data_dir):
     with pytest.raises(FileNotFoundError, match="no SST-2 directory.*glue/SST-2"):
         glue.load_sst2("train", data_dir=tmp_path / "wikitext-2")

@@ -137,3 +137,24 @@ def test_another_strategy_or_teacher_in_the_same_model_dir_is_refused(teacher, s
         run_distillation(tiny_distill_experiment(RUN + ",teacher.overrides."
                                                  "intra_bottleneck_size=64"),
                          teacher, str(tmp_path / "other"), **QUIET)
+
+
+def test_a_damaged_stage_snapshot_is_named(straight, tmp_path):
+    """The snapshots notebooks and the transfer summary read (load_stage_student) go through
+    the one checkpoint reader: a truncated file is named, not an IndexError."""
+    import shutil
+
+    from mbert_lib.checkpoints import DamagedCheckpointError
+    from mbert_lib.distill.plan import plan_stages
+    from mbert_lib.distill.trainer import load_stage_student, stage_checkpoint
+
+    copy = tmp_path / "copy"
+    shutil.copytree(straight, copy)
+    experiment = tiny_distill_experiment(RUN)
+    stage = plan_stages(experiment.distillation, 1)[0]
+    prefix = stage_checkpoint(copy, stage)
+    data = f"{prefix}.data-00000-of-00001"
+    with open(data, "r+b") as f:
+        f.truncate(os.path.getsize(data) // 2)
+    with pytest.raises(DamagedCheckpointError, match=f"{prefix}: the checkpoint's files are "):
+        load_stage_student(copy, stage, experiment.student.build_config())

@@ -62,6 +62,11 @@ def main(argv: list[str] | None = None) -> int:
     except (CommandError, ValueError, FileNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except OSError as e:     # a read-only or full disk, a permission: the file, not a traceback
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"error: {where}{e.strerror or e} (is it writable, with space left? Or choose "
+              "another directory)", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("interrupted: finished work is kept; run the same command again to resume",
               file=sys.stderr)

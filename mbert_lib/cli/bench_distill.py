@@ -5,6 +5,10 @@ is timed in the same run (mbert_lib.bench.anchor): `--rounds` rounds, each ours
 then the anchor, and the per-round ratios ours / anchor with their median.
 """
 
+from mbert_lib.cli._args import check_seq_length, nonnegative_int, output_file, positive_int
+from mbert_lib.cli.bench_pretrain import _check_predictions
+
+
 HELP = "measure distillation steps/s and tokens/s (layer-wise FMT + AT, and PD)"
 DEFAULT_ROUNDS = 3
 
@@ -12,23 +16,23 @@ DEFAULT_ROUNDS = 3
 def add_arguments(parser) -> None:
     parser.add_argument("--teacher", default="tiny_teacher", help="teacher preset")
     parser.add_argument("--student", default="tiny_student", help="student preset")
-    parser.add_argument("--embedding_size", type=int, default=64,
+    parser.add_argument("--embedding_size", type=positive_int, default=64,
                         help="token embedding width E of both models (default %(default)s, the "
                              "benchmark problem against tf-models; the laptop presets use 32)")
-    parser.add_argument("--seq_length", type=int, default=128)
-    parser.add_argument("--batch_size", type=int, default=32)
-    parser.add_argument("--max_predictions_per_seq", type=int, default=20)
-    parser.add_argument("--repeats", type=int, default=20, help="timed steps per variant")
-    parser.add_argument("--warmup", type=int, default=3, help="untimed steps per variant")
+    parser.add_argument("--seq_length", type=positive_int, default=128)
+    parser.add_argument("--batch_size", type=positive_int, default=32)
+    parser.add_argument("--max_predictions_per_seq", type=positive_int, default=20)
+    parser.add_argument("--repeats", type=positive_int, default=20, help="timed steps per variant")
+    parser.add_argument("--warmup", type=nonnegative_int, default=3, help="untimed steps per variant")
     parser.add_argument("--mixed_precision", default="float32", choices=["float32", "bfloat16"])
     parser.add_argument("--jit_compile", action="store_true", help="compile the step with XLA")
     parser.add_argument("--anchor_python",
                         help="Python of the tf-models venv (experiments/tf_models_anchor/"
                              "README.md): also time tf-models' BertDistillationTask, same run")
-    parser.add_argument("--rounds", type=int, default=None,
+    parser.add_argument("--rounds", type=positive_int, default=None,
                         help=f"with --anchor_python: rounds of ours then the anchor "
                              f"(default {DEFAULT_ROUNDS})")
-    parser.add_argument("--json", help="write the records to this JSON file")
+    parser.add_argument("--json", type=output_file, help="write the records to this JSON file")
 
 
 def run(args) -> int:
@@ -40,6 +44,8 @@ def run(args) -> int:
         raise ValueError("--rounds needs --anchor_python (rounds alternate ours and the anchor)")
     teacher, student = (get_preset(name).replace(embedding_size=args.embedding_size)
                         for name in (args.teacher, args.student))
+    check_seq_length(args.seq_length, {args.teacher: teacher, args.student: student})
+    _check_predictions(args)
     if args.anchor_python is not None:
         return _run_with_anchor(args, teacher, student)
     records = next(distill_rounds(

@@ -1,21 +1,23 @@
 """`python -m mbert_lib bench latency`: TFLite latency of MobileBERT vs BERT_BASE (+ Table 7)."""
 
+from mbert_lib.cli._args import check_seq_length, nonnegative_int, output_file, positive_int
+
 HELP = ("TFLite latency and size of MobileBERT vs BERT_BASE (seq 128, batch 1, 1 and 2 "
         "threads) and the Table 7 NoNorm/relu grid; JSON records out")
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--json", required=True, help="where to write the list of records")
+    parser.add_argument("--json", required=True, type=output_file, help="where to write the list of records")
     parser.add_argument("--models", default="mobilebert,bert_base",
                         help="comma-separated: mobilebert, bert_base, tiny_mobilebert, "
                              "tiny_bert, or tiny (both tiny ones); default: %(default)s")
     parser.add_argument("--precisions", default="fp32,dynamic_int8",
                         help="comma-separated precisions per model; default: %(default)s")
     parser.add_argument("--threads", default="1,2", help="comma-separated; default: %(default)s")
-    parser.add_argument("--seq_length", type=int, default=128)
-    parser.add_argument("--repeats", type=int, default=30,
+    parser.add_argument("--seq_length", type=positive_int, default=128)
+    parser.add_argument("--repeats", type=positive_int, default=30,
                         help="timed invocations per case (median reported); default: %(default)s")
-    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--warmup", type=nonnegative_int, default=5)
     parser.add_argument("--skip_table7", action="store_true",
                         help="skip the LayerNorm/NoNorm x gelu/relu grid")
     parser.add_argument("--workdir", default=None,
@@ -47,8 +49,7 @@ def run(args) -> int:
         raise CommandError(f"--threads must be comma-separated integers, got {args.threads!r}")
     if not threads or min(threads) < 1:
         raise CommandError(f"--threads must be positive, got {args.threads!r}")
-    if args.repeats < 1:
-        raise CommandError(f"--repeats must be >= 1, got {args.repeats}")
+    check_seq_length(args.seq_length, {m: tflite_latency.MODELS[m][0] for m in models})
     variant_list = tflite_latency.variants(models, precisions, table7=not args.skip_table7)
     workdir = args.workdir or os.path.join(tempfile.gettempdir(), "mbert_latency")
     os.makedirs(workdir, exist_ok=True)

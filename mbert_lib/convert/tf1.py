@@ -9,6 +9,7 @@ head, checks every name and shape before writing, and writes nothing on failure.
 
 from __future__ import annotations
 
+import json
 import os
 
 import numpy as np
@@ -68,7 +69,7 @@ def convert_tf1_checkpoint(bert_config: str | os.PathLike | MobileBertConfig,
     from mbert_lib.convert.tf2 import pretrainer_from_tf1_arrays, save_pretrainer
 
     config = (bert_config if isinstance(bert_config, MobileBertConfig)
-              else MobileBertConfig.from_json_file(bert_config))
+              else read_released_config(bert_config))
     arrays, matched = read_tf1_checkpoint(tf1_checkpoint_path, config)
     report = ConversionReport(
         source=os.fspath(tf1_checkpoint_path), source_format="tf1",
@@ -77,6 +78,26 @@ def convert_tf1_checkpoint(bert_config: str | os.PathLike | MobileBertConfig,
     model = pretrainer_from_tf1_arrays(config, arrays)
     save_pretrainer(model, tf2_checkpoint_path, use_model_prefix, overwrite, report)
     return report
+
+
+# The fields every released bert_config.json (BERT's and MobileBERT's) spells out: they set
+# the checkpoint's shapes, and their defaults (BERT-base's) would not match another model.
+SHAPE_FIELDS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+                "intermediate_size", "max_position_embeddings", "type_vocab_size")
+
+
+def read_released_config(path: str | os.PathLike) -> MobileBertConfig:
+    """The MobileBertConfig of a released bert_config.json; ValueError naming the file and
+    the fields when one of SHAPE_FIELDS is missing (instead of a shape mismatch later)."""
+    config = MobileBertConfig.from_json_file(path)        # a malformed file is named there
+    with open(path, encoding="utf-8") as f:
+        given = json.load(f)
+    missing = [name for name in SHAPE_FIELDS if name not in given]
+    if missing:
+        raise ValueError(f"{os.fspath(path)} lacks {missing}: a checkpoint's bert_config.json "
+                         "names every field that sets its shapes (BERT-base's defaults would "
+                         "not match another model's checkpoint)")
+    return config
 
 
 def _notes(config: MobileBertConfig) -> list[str]:

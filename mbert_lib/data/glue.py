@@ -29,6 +29,7 @@ from typing import Callable, NamedTuple, Optional, Union
 
 from mbert_lib.data.errors import DataError
 from mbert_lib.data.hub import OFFLINE_TASK, load_hub_split
+from mbert_lib.data.text import read_text
 
 HUB_PATH = "nyu-mll/glue"
 SPLIT_FILES = {"train": "train.tsv", "dev": "dev.tsv", "test": "test_labeled.tsv"}
@@ -136,10 +137,7 @@ def read_glue_tsv(path: str | Path, fmt: GlueFormat) -> list[GlueExample]:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path} does not exist")
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except UnicodeDecodeError as e:
-        raise DataError(f"{path}: not UTF-8 text ({e})") from e
+    lines = read_text(path).splitlines()
     if not lines:
         raise DataError(f"{path}: empty file; expected "
                         + ("a header and rows" if fmt.has_header else "rows"))

@@ -7,15 +7,26 @@ line between documents. Next-sentence prediction draws its "real next"
 segment from the same document and its "random" segment from another one,
 so document boundaries matter; sentence boundaries are where segments may
 be split.
+
+Every line read from a file is at most MAX_LINE_CHARS characters
+(`read_text`). Real corpora stay far below it (WikiText's longest paragraph
+has a few thousand characters, an SST-2 sentence a few hundred); a longer line
+is a file that lost its line breaks, and is refused naming its line number
+rather than tokenized for minutes into gigabytes of one "sentence".
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+from pathlib import Path
 from typing import Sequence
 
+from mbert_lib.data.errors import DataError
+
 Document = list[str]
+
+MAX_LINE_CHARS = 1_000_000
 
 # Words whose trailing period does not end a sentence.
 _ABBREVIATIONS = frozenset(
@@ -24,6 +35,24 @@ _ABBREVIATIONS = frozenset(
 # End punctuation (+ closing quotes/brackets), whitespace, then a capital letter
 # (optionally after an opening quote or bracket).
 _BOUNDARY = re.compile(r"[.!?][\"'”’)\]]*\s+(?=[\"'“‘(\[]?[A-Z])")
+
+
+def read_text(path: str | Path) -> str:
+    """The contents of UTF-8 text file `path`, every line checked against MAX_LINE_CHARS;
+    DataError naming the file (and line) when it is not such a file."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise DataError(f"{path}: not UTF-8 text ({e})") from e
+    lengths = list(map(len, text.split("\n")))
+    if lengths and max(lengths) > MAX_LINE_CHARS:
+        number = next(i for i, n in enumerate(lengths, start=1) if n > MAX_LINE_CHARS)
+        raise DataError(f"{path}:{number}: a line of {lengths[number - 1]:,} characters, over "
+                        f"the limit of {MAX_LINE_CHARS:,} (mbert_lib.data.text.MAX_LINE_CHARS); "
+                        "a file whose line breaks were lost? One sentence or paragraph per line "
+                        "is expected")
+    return text
 
 
 def normalize_whitespace(text: str) -> str:

@@ -33,7 +33,7 @@ from typing import Callable, Iterable, Optional, Sequence
 from mbert_lib.data.errors import DataError
 from mbert_lib.data.hub import load_hub_split
 from mbert_lib.data.provenance import SourceFile, expected_sha256, sha256_bytes, sha256_file
-from mbert_lib.data.text import Document, count_words, split_sentences
+from mbert_lib.data.text import Document, count_words, read_text, split_sentences
 
 NAMES = ("wikitext-2", "wikitext-103")
 SPLITS = ("train", "valid", "test")
@@ -115,11 +115,7 @@ def read_local(data_dir: str | Path, name: str = "wikitext-2",
         if path is None:
             tried = ", ".join(map(str, local_candidates(data_dir, name, split)))
             raise FileNotFoundError(f"{name} split {split!r} not found; looked for: {tried}")
-        try:
-            text = path.read_text(encoding="utf-8")
-        except UnicodeDecodeError as e:
-            raise DataError(f"{path}: not UTF-8 text ({e})") from e
-        docs = wikitext_documents(text.split("\n"))
+        docs = wikitext_documents(read_text(path).split("\n"))
         if not docs:
             raise DataError(f"{path}: no text (the file is empty or has only headings)")
         documents.extend(docs)

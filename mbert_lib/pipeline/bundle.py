@@ -182,6 +182,7 @@ def _stage_snapshots(source: Path, target: Path) -> None:
     the layout `distill.trainer.stage_checkpoint` reads; checked tensor by tensor."""
     import tensorflow as tf
 
+    from mbert_lib.checkpoints import read_checkpoint
     from mbert_lib.distill.trainer import init_dir, read_run, stage_checkpoint, stage_dir
     from mbert_lib.models import build_pretrainer
 
@@ -195,8 +196,8 @@ def _stage_snapshots(source: Path, target: Path) -> None:
         relative = Path(os.path.relpath(init_dir(source) if stage is None else os.path.join(
             stage_dir(source, stage), "checkpoints"), source))
         student = build_pretrainer(config)
-        tf.train.Checkpoint(model=student).read(path).assert_existing_objects_matched() \
-            .expect_partial()                     # the optimizer's slots are left behind
+        read_checkpoint(tf.train.Checkpoint(model=student), path,
+                        partial=True)             # the optimizer's slots are left behind
         prefix = target / relative / os.path.basename(path)
         prefix.parent.mkdir(parents=True, exist_ok=True)
         written = tf.train.Checkpoint(model=student).write(str(prefix))

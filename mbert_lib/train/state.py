@@ -18,11 +18,12 @@ from typing import Optional
 
 import tensorflow as tf
 import tf_keras
-import yaml
 
-from mbert_lib.experiment import PretrainExperiment, from_dict
+from mbert_lib.checkpoints import read_checkpoint
+from mbert_lib.experiment import PretrainExperiment
 from mbert_lib.models import build_pretrainer
 from mbert_lib.optim import create_optimizer
+from mbert_lib.train.run_record import EXPERIMENT_FILE, recorded_experiment
 from mbert_lib.train.objectives import PretrainingObjective
 
 
@@ -39,12 +40,11 @@ def restore_training_state(model_dir: str | os.PathLike, restore: bool = True,
                            seed: int = 0) -> TrainingState:
     """Model + optimizer of the run in `model_dir` (its latest checkpoint, or fresh)."""
     model_dir = os.fspath(model_dir)
-    path = os.path.join(model_dir, "experiment.yaml")
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"{path} does not exist: {model_dir} is not a pre-training run "
-                                "directory (run_pretraining writes experiment.yaml first)")
-    with open(path, encoding="utf-8") as f:
-        experiment = from_dict(PretrainExperiment, yaml.safe_load(f))
+    experiment = recorded_experiment(PretrainExperiment, model_dir)
+    if experiment is None:
+        raise FileNotFoundError(f"{os.path.join(model_dir, EXPERIMENT_FILE)} does not exist: "
+                                f"{model_dir} is not a pre-training run directory "
+                                "(run_pretraining writes experiment.yaml first)")
     tf_keras.utils.set_random_seed(seed)
     model = build_pretrainer(experiment.model.build_config())
     trainer = experiment.trainer
@@ -57,7 +57,7 @@ def restore_training_state(model_dir: str | os.PathLike, restore: bool = True,
         if latest is None:
             raise FileNotFoundError(f"no checkpoint in {model_dir}/checkpoints")
         checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, step=step)
-        checkpoint.restore(latest).expect_partial().assert_existing_objects_matched()
+        read_checkpoint(checkpoint, latest, partial=True, restore=True)
     return TrainingState(experiment, model, optimizer, int(step), latest)
 
 

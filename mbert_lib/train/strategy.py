@@ -41,12 +41,25 @@ def create_strategy(name: str = "default", devices: Sequence[str] | None = None,
     if name == "multi_worker_mirrored":
         return tf.distribute.MultiWorkerMirroredStrategy()
     if name == "tpu":
-        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu_address or "")
-        tf.config.experimental_connect_to_cluster(resolver)
-        tf.tpu.experimental.initialize_tpu_system(resolver)
-        return tf.distribute.TPUStrategy(resolver)
+        return _tpu_strategy(tpu_address or "")
     raise ValueError(f"runtime.distribution_strategy must be one of {list(STRATEGIES)}, "
                      f"got {name!r}")
+
+
+def _tpu_strategy(address: str) -> tf.distribute.Strategy:
+    """TPUStrategy on `address`; a ValueError naming the field when no TPU is found there."""
+    try:
+        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=address)
+        tf.config.experimental_connect_to_cluster(resolver)
+        tf.tpu.experimental.initialize_tpu_system(resolver)
+    except (ValueError, RuntimeError, tf.errors.OpError) as e:
+        where = f"at runtime.tpu_address={address!r}" if address else (
+            "on this host (runtime.tpu_address is empty: the local or Colab TPU)")
+        raise ValueError(f"runtime.distribution_strategy=tpu: no TPU found {where} "
+                         f"({str(e).strip().splitlines()[0] if str(e).strip() else e!r}); set "
+                         "runtime.tpu_address to the TPU's name or grpc:// address, or choose "
+                         "another runtime.distribution_strategy") from None
+    return tf.distribute.TPUStrategy(resolver)
 
 
 @contextlib.contextmanager
