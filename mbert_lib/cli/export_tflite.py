@@ -33,6 +33,14 @@ def add_arguments(parser) -> None:
                         help="int8 only: attention masks padded keys with scores*m - c*(1-m), "
                              "c = this (int8 cannot hold the model's -1e9); 'none' keeps -1e9; "
                              "default: %(default)s")
+    parser.add_argument("--metadata", action="store_true",
+                        help="classifiers: output the probabilities and pack TFLite metadata "
+                             "(vocabulary, labels, inputs) for the Task Library's "
+                             "BertNLClassifier; needs tflite-support in its own venv "
+                             "(README, 'Exports')")
+    parser.add_argument("--metadata_python", default=None,
+                        help="with --metadata: the Python that has tflite-support (default: "
+                             "the repository's .venv-tflite-support)")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing file")
     parser.add_argument("--random_calibration", action="store_true",
                         help="int8 only: calibrate on random token ids (smoke tests only: "
@@ -41,13 +49,15 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     import os
+    import tempfile
 
     import numpy as np
 
     from mbert_lib.cli import CommandError
     from mbert_lib.config import MobileBertConfig
     from mbert_lib.checkpoints import load_config, load_model
-    from mbert_lib.export import representative, tflite
+    from mbert_lib.convert.hf import vocab_beside
+    from mbert_lib.export import representative, tflite, tflite_metadata
 
     if args.seq_length < 1:
         raise CommandError(f"--seq_length must be positive, got {args.seq_length}")
@@ -59,6 +69,10 @@ def run(args) -> int:
         raise CommandError(f"--calibration and --random_calibration are for --precision int8 "
                            f"(the activation ranges of full-integer models); {args.precision} "
                            "needs none")
+    if args.metadata_python and not args.metadata:
+        raise CommandError("--metadata_python is for --metadata")
+    if args.metadata:
+        labels = _metadata_labels(args)
     config = load_config(args.checkpoint,
                          MobileBertConfig.from_json_file(args.config) if args.config else None)
     if args.seq_length > config.max_position_embeddings:
@@ -90,10 +104,48 @@ def run(args) -> int:
                                "(or --random_calibration for a smoke test)")
         dataset = representative.representative_dataset(features, args.calibration_limit)
     model = load_model(args.checkpoint, args.model, config)
-    size = tflite.export_tflite(model, args.output, args.precision, args.seq_length,
-                                representative_dataset=dataset, int8_mask_penalty=penalty,
-                                dynamic_shape=args.dynamic_shape)
+    export = dict(representative_dataset=dataset, int8_mask_penalty=penalty,
+                  dynamic_shape=args.dynamic_shape, probabilities=args.metadata)
+    if args.metadata:
+        with tempfile.TemporaryDirectory(prefix="mbert_tflite_") as tmp:
+            plain = os.path.join(tmp, "model.tflite")
+            tflite.export_tflite(model, plain, args.precision, args.seq_length, **export)
+            tflite_metadata.write_metadata(
+                plain, args.output, vocab_beside(args.checkpoint), labels.names,
+                name=f"MobileBERT {labels.task or 'text'} classifier",
+                description=f"{labels.task or 'text'} classifier fine-tuned with mbert_lib "
+                            f"({args.precision}, {args.seq_length} tokens)",
+                python=args.metadata_python)
+        size = os.path.getsize(args.output)
+    else:
+        size = tflite.export_tflite(model, args.output, args.precision, args.seq_length,
+                                    **export)
     shape = "[any, any]" if args.dynamic_shape else f"[1, {args.seq_length}]"
-    print(f"wrote {args.output}: {args.model}, {args.precision}, inputs {shape}, "
+    what = (f"classifier of {list(labels.names)} with BertNLClassifier metadata"
+            if args.metadata else args.model)
+    print(f"wrote {args.output}: {what}, {args.precision}, inputs {shape}, "
           f"{size / 1e6:.2f} MB")
     return 0
+
+
+def _metadata_labels(args):
+    """The labels of the classifier to export with metadata; CommandError if it cannot be."""
+    from mbert_lib.checkpoints import checkpoint_shapes, resolve_checkpoint
+    from mbert_lib.cli import CommandError
+    from mbert_lib.convert.classifier_labels import classifier_labels
+    from mbert_lib.convert.hf import vocab_beside
+    from mbert_lib.export.tflite_metadata import check_metadata_target, support_python
+
+    if args.model != "classifier":
+        raise CommandError("--metadata describes a classifier's labels: add --model classifier")
+    shapes = checkpoint_shapes(resolve_checkpoint(args.checkpoint))
+    heads = [shape for name, shape in shapes.items() if name.endswith("head/dense/kernel")]
+    if not heads:
+        raise CommandError(f"{args.checkpoint} holds no classifier (no head/dense/kernel)")
+    labels = classifier_labels(args.checkpoint, heads[0][1])
+    check_metadata_target(labels, args.dynamic_shape)
+    if vocab_beside(args.checkpoint) is None:
+        raise CommandError(f"{args.checkpoint} has no vocab.txt beside it: the metadata packs "
+                           "the tokenizer's vocabulary")
+    support_python(args.metadata_python)                 # fail before converting
+    return labels

@@ -50,21 +50,33 @@ class UnsupportedPrecisionError(ValueError):
 
 
 def serving_function(model, seq_length: int = 128, batch_size: int = 1,
-                     mask_penalty: Optional[float] = None, dynamic_shape: bool = False):
+                     mask_penalty: Optional[float] = None, dynamic_shape: bool = False,
+                     probabilities: bool = False):
     """The inference graph as a concrete function of shape [batch_size, seq_length]
     ([None, None] with dynamic_shape).
 
     mask_penalty: None for the model's own forward (exact); a number c for
     the bounded attention mask of `inference.model_forward` (int8).
+    probabilities: a Classifier's one output is softmax(logits) [B, C], named
+    "probabilities" (what the TFLite Task Library's classifiers read), not its logits.
     """
+    if probabilities and not isinstance(model, Classifier):
+        raise ValueError("probabilities=True needs a Classifier; an encoder has no classes")
     shape = [None, None] if dynamic_shape else [batch_size, seq_length]
     spec = {name: tf.TensorSpec(shape, tf.int32, name=name) for name in INPUT_NAMES}
+
+    def classifier_outputs(logits):                                            # [B, C]
+        return ({"probabilities": tf.nn.softmax(logits, axis=-1)} if probabilities
+                else {"logits": logits})
+
     if mask_penalty is not None:
         def serve(inputs):
-            return inference.model_forward(model, inputs, mask_penalty)
+            outputs = inference.model_forward(model, inputs, mask_penalty)
+            return (classifier_outputs(outputs["logits"]) if isinstance(model, Classifier)
+                    else outputs)
     elif isinstance(model, Classifier):
         def serve(inputs):
-            return {"logits": model(inputs, training=False)["logits"]}         # [B, C]
+            return classifier_outputs(model(inputs, training=False)["logits"])
     else:
         def serve(inputs):
             outputs = model(inputs, training=False)
@@ -142,17 +154,19 @@ def _short(message: str, limit: int = 400) -> str:
 def convert(model, precision: str, seq_length: int = 128, batch_size: int = 1,
             representative_dataset: Optional[Callable[[], Iterable]] = None,
             int8_mask_penalty: Optional[float] = inference.DEFAULT_MASK_PENALTY,
-            dynamic_shape: bool = False) -> bytes:
+            dynamic_shape: bool = False, probabilities: bool = False) -> bytes:
     """The model as a TFLite flatbuffer at `precision`.
 
     int8_mask_penalty: for precision int8 only, the bounded attention mask
     of `inference` (None keeps the model's -1e9 mask, which int8 cannot
     represent: attention over real tokens turns uniform).
+    probabilities: a Classifier outputs softmax(logits) (see `serving_function`).
     Raises UnsupportedPrecisionError (naming the blocking ops) when the
     converter cannot produce it.
     """
     penalty = int8_mask_penalty if precision == "int8" else None
-    function = serving_function(model, seq_length, batch_size, penalty, dynamic_shape)
+    function = serving_function(model, seq_length, batch_size, penalty, dynamic_shape,
+                                probabilities)
     # The converter saves `trackable` as a SavedModel first. A plain tf.Module
     # owning just the weights saves in a moment; the Keras model itself would
     # be re-traced layer by layer for its own SavedModel format.
@@ -169,10 +183,10 @@ def export_tflite(model, path: str | os.PathLike, precision: str, seq_length: in
                   batch_size: int = 1,
                   representative_dataset: Optional[Callable[[], Iterable]] = None,
                   int8_mask_penalty: Optional[float] = inference.DEFAULT_MASK_PENALTY,
-                  dynamic_shape: bool = False) -> int:
+                  dynamic_shape: bool = False, probabilities: bool = False) -> int:
     """Converts (see `convert`) and writes `path` atomically; returns its size in bytes."""
     flatbuffer = convert(model, precision, seq_length, batch_size, representative_dataset,
-                         int8_mask_penalty, dynamic_shape)
+                         int8_mask_penalty, dynamic_shape, probabilities)
     with atomic.atomic_path(path) as tmp:
         with open(tmp, "wb") as f:
             f.write(flatbuffer)
