@@ -125,6 +125,8 @@ def run(args) -> int:
             if args.metadata else args.model)
     print(f"wrote {args.output}: {what}, {args.precision}, inputs {shape}, "
           f"{size / 1e6:.2f} MB")
+    if args.metadata:
+        print(f"note: {tflite_metadata.ACCENTS_NOTE}")
     return 0
 
 

@@ -20,7 +20,8 @@ but tflite-support) runs in a Python of its own:
 
 What BertNLClassifier cannot take is refused before anything is converted: a
 regression head (no labels), a sentence-pair task (it classifies one text) and
-an open input shape (it pads every text to the model's fixed length T).
+an open input shape (it pads every text to the model's fixed length T). One
+difference remains (ACCENTS_NOTE): its tokenizer lower-cases but keeps accents.
 """
 
 from __future__ import annotations
@@ -36,6 +37,10 @@ from mbert_lib.runtime import REPO_ROOT
 
 SUPPORT_VENV = REPO_ROOT / ".venv-tflite-support"
 WRITER = Path(__file__).with_name("tflite_support_writer.py")
+ACCENTS_NOTE = ("the Task Library's BertTokenizer lower-cases text but keeps its accents, "
+                "where this model's uncased tokenizer strips them ('café' -> 'cafe'): "
+                "accented words reach BertNLClassifier as other tokens; strip accents "
+                "(NFD, drop combining marks) before classifying")
 SET_UP = ("python3 -m venv .venv-tflite-support && .venv-tflite-support/bin/pip install "
           "-r requirements-tflite-support.txt")
 
