@@ -38,12 +38,16 @@ from mbert_lib.config_tree import (  # noqa: F401
     to_dict,
     to_yaml,
 )
-from mbert_lib.optim.lamb import DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY
-from mbert_lib.train.strategy import POLICIES, STRATEGIES
 
 DATA_SOURCES = ("synthetic", "builtin", "local", "hub")
 OPTIMIZERS = ("lamb", "adamw")
+# The names the schema accepts; the trainers (mbert_lib.train.strategy, mbert_lib.optim)
+# read them from here, so validating a yaml file needs no trainer.
+STRATEGIES = ("default", "one_device", "mirrored", "multi_worker_mirrored", "tpu")
+POLICIES = {"float32": "float32", "bfloat16": "mixed_bfloat16"}   # name -> Keras policy
 PRECISIONS = tuple(POLICIES)
+# BERT's: no weight decay on LayerNorm / NoNorm scales and shifts, nor on biases.
+DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY = (r"/gamma$", r"/beta$", r"bias$")
 
 
 def _choice(value: str, choices: tuple[str, ...], key: str) -> None:

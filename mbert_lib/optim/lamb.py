@@ -37,7 +37,7 @@ import tf_keras
 
 # NoNorm / LayerNorm scales and shifts (…/gamma, …/beta) and every bias
 # (…/bias, the MLM head's …/output_bias).
-DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY = (r"/gamma$", r"/beta$", r"bias$")
+from mbert_lib.experiment import DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY
 
 
 def variable_name(variable) -> str:

@@ -20,8 +20,7 @@ from typing import Iterator, Sequence
 import tensorflow as tf
 import tf_keras
 
-STRATEGIES = ("default", "one_device", "mirrored", "multi_worker_mirrored", "tpu")
-POLICIES = {"float32": "float32", "bfloat16": "mixed_bfloat16"}
+from mbert_lib.experiment import POLICIES, STRATEGIES  # the names the yaml schema accepts
 
 
 def create_strategy(name: str = "default", devices: Sequence[str] | None = None,
