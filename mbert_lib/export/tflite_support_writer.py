@@ -11,15 +11,16 @@ The metadata names the three int32 inputs (ids, mask, segment ids: the
 `serving_default_*` tensors of an mbert_lib export), packs vocab.txt as the
 BertTokenizer's vocabulary and labels.txt as the labels of the one output,
 the class probabilities. That is what the Task Library's BertNLClassifier
-(and the MediaPipe TextClassifier) read.
+(and the MediaPipe TextClassifier) read. tflite-support is imported in `main`, so that
+this module also imports (for its docstring) where tflite-support is absent.
 """
 
 import argparse
 
-from tflite_support.metadata_writers import bert_nl_classifier, metadata_info, writer_utils
-
 
 def main() -> None:
+    from tflite_support.metadata_writers import bert_nl_classifier, metadata_info, writer_utils
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     for flag in ("--model", "--vocab", "--labels", "--name", "--description", "--out"):
         parser.add_argument(flag, required=True)
