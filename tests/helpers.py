@@ -8,6 +8,8 @@ from __future__ import annotations
 import contextlib
 import gc
 import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -113,3 +115,20 @@ def strict_json_loads(text: str):
     def refuse(constant):
         raise ValueError(f"non-standard JSON constant {constant}")
     return json.loads(text, parse_constant=refuse)
+
+
+@contextlib.contextmanager
+def lock_held_by_another_process(directory):
+    """While active, another process holds mbert_lib.run_lock on `directory`; yields its pid.
+    The lock goes with the process when it is killed on exit."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time\n"
+         "from mbert_lib.run_lock import run_lock\n"
+         "with run_lock(sys.argv[1]):\n    print('held', flush=True); time.sleep(120)",
+         str(directory)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        yield holder.pid
+    finally:
+        holder.kill()
+        holder.wait()

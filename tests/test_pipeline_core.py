@@ -116,25 +116,14 @@ def test_a_nan_in_a_result_is_written_as_null_in_strict_json(tmp_path):
 
 
 def test_a_second_run_into_a_directory_in_use_is_refused_naming_the_first(tmp_path):
-    import subprocess
-    import sys
-
     from mbert_lib.run_lock import RunLockedError
+    from tests.helpers import lock_held_by_another_process
 
-    holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from pathlib import Path; "
-         "from mbert_lib.run_lock import run_lock\n"
-         "with run_lock(Path(sys.argv[1])):\n    print('held', flush=True); time.sleep(60)",
-         str(tmp_path)], stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "held"
-        calls = []
-        with pytest.raises(RunLockedError, match=rf"in use by another run \(pid {holder.pid} on "):
+    calls = []
+    with lock_held_by_another_process(tmp_path) as pid:
+        with pytest.raises(RunLockedError, match=rf"in use by another run \(pid {pid} on "):
             run_steps(_steps(calls), _ctx(tmp_path))
         assert calls == [] and not (tmp_path / "a").exists()
-    finally:
-        holder.kill()
-        holder.wait()
     run_steps(_steps(calls), _ctx(tmp_path))            # the lock went with its process
     assert calls == ["a", "b", "c"]
 

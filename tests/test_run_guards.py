@@ -1,10 +1,7 @@
 """What keeps a run directory to one run: the recorded-settings check every trainer shares, the
 writer lock each trainer takes, and a failed checkpoint save that leaves nothing behind."""
 
-import contextlib
 import os
-import subprocess
-import sys
 
 import pytest
 import tensorflow as tf
@@ -17,6 +14,7 @@ from mbert_lib.train.pretrain import run_pretraining
 from mbert_lib.train.run_record import EXPERIMENT_FILE, check_same_run, record_experiment
 from tests import finetune_fixtures
 from tests.distill_fixtures import make_teacher_dir, tiny_distill_experiment
+from tests.helpers import lock_held_by_another_process
 from tests.train_fixtures import tiny_experiment
 
 QUIET = {"show_progress": False, "log": lambda _: None}
@@ -80,23 +78,8 @@ def test_an_unreadable_record_is_named(tmp_path):
 
 
 # ------------------------------------------------------------ one writer per directory
-@contextlib.contextmanager
-def _held_by_another_process(directory):
-    holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time\n"
-         "from mbert_lib.run_lock import run_lock\n"
-         "with run_lock(sys.argv[1]):\n    print('held', flush=True); time.sleep(120)",
-         str(directory)], stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "held"
-        yield holder.pid
-    finally:
-        holder.kill()
-        holder.wait()
-
-
 def _refused_while_held(directory, train):
-    with _held_by_another_process(directory) as pid:
+    with lock_held_by_another_process(directory) as pid:
         with pytest.raises(RunLockedError, match=rf"in use by another run \(pid {pid} on .*"
                                                  r"--model_dir"):
             train()

@@ -6,26 +6,20 @@ import argparse
 import os
 
 
-def positive_int(text: str) -> int:
-    """An integer >= 1 (a batch size, a sequence length, a repeat count)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value
+def _int_at_least(minimum: int, expected: str):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {value}")
+        return value
+    return parse
 
 
-def nonnegative_int(text: str) -> int:
-    """An integer >= 0 (untimed warm-up steps)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {value}")
-    return value
+positive_int = _int_at_least(1, "a positive integer")     # a batch size, a length, repeats
+nonnegative_int = _int_at_least(0, "an integer >= 0")      # untimed warm-up steps
 
 
 def output_file(text: str) -> str:
@@ -43,3 +37,10 @@ def check_seq_length(seq_length: int, configs: dict, flag: str = "--seq_length")
         if seq_length > config.max_position_embeddings:
             raise ValueError(f"{flag} {seq_length} exceeds {name}'s max_position_embeddings "
                              f"({config.max_position_embeddings})")
+
+
+def check_predictions(args) -> None:
+    """ValueError unless --max_predictions_per_seq fits in --seq_length."""
+    if args.max_predictions_per_seq > args.seq_length:
+        raise ValueError(f"--max_predictions_per_seq ({args.max_predictions_per_seq}) exceeds "
+                         f"--seq_length ({args.seq_length})")

@@ -5,9 +5,13 @@ is timed in the same run (mbert_lib.bench.anchor): `--rounds` rounds, each ours
 then the anchor, and the per-round ratios ours / anchor with their median.
 """
 
-from mbert_lib.cli._args import check_seq_length, nonnegative_int, output_file, positive_int
-from mbert_lib.cli.bench_pretrain import _check_predictions
-
+from mbert_lib.cli._args import (
+    check_predictions,
+    check_seq_length,
+    nonnegative_int,
+    output_file,
+    positive_int,
+)
 
 HELP = "measure distillation steps/s and tokens/s (layer-wise FMT + AT, and PD)"
 DEFAULT_ROUNDS = 3
@@ -22,8 +26,10 @@ def add_arguments(parser) -> None:
     parser.add_argument("--seq_length", type=positive_int, default=128)
     parser.add_argument("--batch_size", type=positive_int, default=32)
     parser.add_argument("--max_predictions_per_seq", type=positive_int, default=20)
-    parser.add_argument("--repeats", type=positive_int, default=20, help="timed steps per variant")
-    parser.add_argument("--warmup", type=nonnegative_int, default=3, help="untimed steps per variant")
+    parser.add_argument("--repeats", type=positive_int, default=20,
+                        help="timed steps per variant")
+    parser.add_argument("--warmup", type=nonnegative_int, default=3,
+                        help="untimed steps per variant")
     parser.add_argument("--mixed_precision", default="float32", choices=["float32", "bfloat16"])
     parser.add_argument("--jit_compile", action="store_true", help="compile the step with XLA")
     parser.add_argument("--anchor_python",
@@ -45,7 +51,7 @@ def run(args) -> int:
     teacher, student = (get_preset(name).replace(embedding_size=args.embedding_size)
                         for name in (args.teacher, args.student))
     check_seq_length(args.seq_length, {args.teacher: teacher, args.student: student})
-    _check_predictions(args)
+    check_predictions(args)
     if args.anchor_python is not None:
         return _run_with_anchor(args, teacher, student)
     records = next(distill_rounds(

@@ -7,7 +7,8 @@ HELP = ("TFLite latency and size of MobileBERT vs BERT_BASE (seq 128, batch 1, 1
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--json", required=True, type=output_file, help="where to write the list of records")
+    parser.add_argument("--json", required=True, type=output_file,
+                        help="where to write the list of records")
     parser.add_argument("--models", default="mobilebert,bert_base",
                         help="comma-separated: mobilebert, bert_base, tiny_mobilebert, "
                              "tiny_bert, or tiny (both tiny ones); default: %(default)s")

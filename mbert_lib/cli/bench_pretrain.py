@@ -1,7 +1,12 @@
 """`python -m mbert_lib bench pretrain`: pre-training step throughput, with and without XLA."""
 
-from mbert_lib.cli._args import check_seq_length, nonnegative_int, output_file, positive_int
-
+from mbert_lib.cli._args import (
+    check_predictions,
+    check_seq_length,
+    nonnegative_int,
+    output_file,
+    positive_int,
+)
 
 HELP = "measure pre-training (MLM + NSP) steps/s and tokens/s, jit_compile off vs on"
 
@@ -11,16 +16,12 @@ def add_arguments(parser) -> None:
     parser.add_argument("--seq_length", type=positive_int, default=128)
     parser.add_argument("--batch_size", type=positive_int, default=32)
     parser.add_argument("--max_predictions_per_seq", type=positive_int, default=20)
-    parser.add_argument("--repeats", type=positive_int, default=50, help="timed steps per variant")
-    parser.add_argument("--warmup", type=nonnegative_int, default=5, help="untimed steps per variant")
+    parser.add_argument("--repeats", type=positive_int, default=50,
+                        help="timed steps per variant")
+    parser.add_argument("--warmup", type=nonnegative_int, default=5,
+                        help="untimed steps per variant")
     parser.add_argument("--mixed_precision", default="float32", choices=["float32", "bfloat16"])
     parser.add_argument("--json", type=output_file, help="write the records to this JSON file")
-
-
-def _check_predictions(args) -> None:
-    if args.max_predictions_per_seq > args.seq_length:
-        raise ValueError(f"--max_predictions_per_seq ({args.max_predictions_per_seq}) exceeds "
-                         f"--seq_length ({args.seq_length})")
 
 
 def run(args) -> int:
@@ -30,7 +31,7 @@ def run(args) -> int:
 
     config = get_preset(args.preset)
     check_seq_length(args.seq_length, {args.preset: config})
-    _check_predictions(args)
+    check_predictions(args)
     records = pretrain_step_throughput(
         config, args.seq_length, args.batch_size,
         args.max_predictions_per_seq, args.repeats, args.warmup, args.mixed_precision)

@@ -37,7 +37,7 @@ def add_arguments(parser) -> None:
                         help="classifiers: output the probabilities and pack TFLite metadata "
                              "(vocabulary, labels, inputs) for the Task Library's "
                              "BertNLClassifier; needs tflite-support in its own venv "
-                             "(README, 'Exports')")
+                             "(docs/exports.md)")
     parser.add_argument("--metadata_python", default=None,
                         help="with --metadata: the Python that has tflite-support (default: "
                              "the repository's .venv-tflite-support)")

@@ -52,13 +52,12 @@ from mbert_lib.train.checkpointing import (
 from mbert_lib.train.loop import make_evaluator, make_train_step, run_loop
 from mbert_lib.train.pretrain_data import (
     PretrainingData,
-    build_pretraining_datasets,
-    check_batches,
+    strategy_and_data,
 )
 from mbert_lib.train.progress import Scalars
 from mbert_lib.train.run_record import EXPERIMENT_FILE, check_same_run, record_experiment
 from mbert_lib.run_lock import run_lock
-from mbert_lib.train.strategy import create_strategy, precision_policy
+from mbert_lib.train.strategy import precision_policy
 
 STAGE_DONE_FILE = "stage_done.json"
 TOKENIZER_FILES = ("vocab.txt", "tokenizer_config.json")
@@ -185,15 +184,7 @@ def run_distillation(experiment: DistillExperiment, teacher_dir: str | os.PathLi
     layer_map = teacher_layer_map(experiment.distillation.transfer_teacher_layers,
                                   student_config.num_hidden_layers,
                                   teacher_config.num_hidden_layers)
-    trainer, runtime = experiment.trainer, experiment.runtime
-    strategy = create_strategy(runtime.distribution_strategy, runtime.devices,
-                               runtime.tpu_address)
-    data = data if data is not None else build_pretraining_datasets(experiment)
-    check_batches(data.train, trainer.batch_size, experiment.data.seq_length,
-                  experiment.data.max_predictions_per_seq)
-    if trainer.batch_size % strategy.num_replicas_in_sync:
-        raise ValueError(f"trainer.batch_size ({trainer.batch_size}) must be a multiple of the "
-                         f"number of replicas ({strategy.num_replicas_in_sync})")
+    strategy, data = strategy_and_data(experiment, data)
     _check_tokenizer(teacher_dir, data)
     chief = is_chief(strategy)
     with run_lock(model_dir, "--model_dir") if chief else contextlib.nullcontext():

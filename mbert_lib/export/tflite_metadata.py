@@ -6,10 +6,11 @@ each class. TFLite metadata packs them into the file: the three inputs named,
 vocab.txt as the BertTokenizer's vocabulary, labels.txt for the one output,
 which is then softmax(logits), the probabilities (`export_tflite(...,
 probabilities=True)`). The Task Library's `BertNLClassifier.create_from_file`
-(and MediaPipe's TextClassifier) then classify raw text with it.
+then classifies raw text with it (tests/test_export_tflite_metadata.py; MediaPipe's
+TextClassifier reads the same metadata format, untested here).
 
 The metadata is written by tflite-support's own writer. tflite-support pins
-protobuf < 4, TensorFlow 2.21 needs protobuf >= 5: the two cannot share one
+protobuf < 4, TensorFlow 2.21 needs protobuf >= 6.31: the two cannot share one
 environment, so the writer (`tflite_support_writer.py`, which imports nothing
 but tflite-support) runs in a Python of its own:
 

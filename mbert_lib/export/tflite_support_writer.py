@@ -11,7 +11,7 @@ The metadata names the three int32 inputs (ids, mask, segment ids: the
 `serving_default_*` tensors of an mbert_lib export), packs vocab.txt as the
 BertTokenizer's vocabulary and labels.txt as the labels of the one output,
 the class probabilities. That is what the Task Library's BertNLClassifier
-(and the MediaPipe TextClassifier) read. tflite-support is imported in `main`, so that
+reads. tflite-support is imported in `main`, so that
 this module also imports (for its docstring) where tflite-support is absent.
 """
 

@@ -2,7 +2,6 @@
 
     core.py      Step / Context / run_steps: records, skipping of finished steps, summary
     eta.py       the time a run has left, from recorded step times (step_seconds.json)
-    lock.py      one run per output directory (OUT/.lock)
     checks.py    the data directory before a run, a full disk during one
     steps.py     data and teacher steps (thin glue to the library) and their settings
     steps_report.py  the last step: REPORT.md from every record (mbert_lib.report)

@@ -17,7 +17,7 @@ it and enter its fingerprint; those that are not are passed over here and
 reported by the step itself, and appear in its fingerprint as absent, so
 the step re-runs once they exist.
 
-While it runs steps, a run holds OUT/.lock (lock.py): a second run into the same
+While it runs steps, a run holds OUT/.lock (mbert_lib.run_lock): a second run into the same
 directory is refused, naming the first.
 
 A step marked `rerun` (the report: it only reads the others' records, in

@@ -25,6 +25,7 @@ from typing import Optional
 import tensorflow as tf
 
 from mbert_lib import atomic
+from mbert_lib.checkpoints import DamagedCheckpointError, read_checkpoint
 
 DONE_FILE = "training_done.json"
 
@@ -52,8 +53,6 @@ class RunCheckpoint:
         and passed over for the one before it; if every one is damaged, the
         DamagedCheckpointError of the newest is raised.
         """
-        from mbert_lib.checkpoints import DamagedCheckpointError, read_checkpoint
-
         newest_first = list(reversed(self.manager.checkpoints))
         for path in newest_first:
             try:

@@ -38,12 +38,11 @@ from mbert_lib.train.loop import make_evaluator, make_train_step, run_loop
 from mbert_lib.train.objectives import PretrainingObjective
 from mbert_lib.train.pretrain_data import (
     PretrainingData,
-    build_pretraining_datasets,
-    check_batches,
+    strategy_and_data,
 )
 from mbert_lib.train.progress import Scalars
 from mbert_lib.train.run_record import check_same_run, record_experiment
-from mbert_lib.train.strategy import create_strategy, precision_policy
+from mbert_lib.train.strategy import precision_policy
 from mbert_lib.run_lock import run_lock
 
 
@@ -91,7 +90,7 @@ def run_pretraining(experiment: PretrainExperiment, model_dir: str | os.PathLike
                     log: Callable[[str], None] = print) -> dict:
     """Trains (or resumes, or skips a finished run); returns the done record with eval metrics."""
     model_dir = os.fspath(model_dir)
-    trainer, runtime = experiment.trainer, experiment.runtime
+    trainer = experiment.trainer
     finished = is_done(model_dir, trainer.train_steps)
     check_same_run(experiment, model_dir, finished=finished,
                    fixed=lambda key: key.startswith("model."), log=log)
@@ -100,15 +99,7 @@ def run_pretraining(experiment: PretrainExperiment, model_dir: str | os.PathLike
         log(f"already done: {model_dir} finished {done['train_steps']} steps "
             f"(asked for {trainer.train_steps}); nothing to do")
         return done
-    # MultiWorkerMirroredStrategy must exist before other TF ops run.
-    strategy = create_strategy(runtime.distribution_strategy, runtime.devices,
-                               runtime.tpu_address)
-    data = data if data is not None else build_pretraining_datasets(experiment)
-    check_batches(data.train, trainer.batch_size, experiment.data.seq_length,
-                  experiment.data.max_predictions_per_seq)
-    if trainer.batch_size % strategy.num_replicas_in_sync:
-        raise ValueError(f"trainer.batch_size ({trainer.batch_size}) must be a multiple of the "
-                         f"number of replicas ({strategy.num_replicas_in_sync})")
+    strategy, data = strategy_and_data(experiment, data)
     chief = is_chief(strategy)
     with run_lock(model_dir, "--model_dir") if chief else contextlib.nullcontext():
         if chief:

@@ -18,6 +18,7 @@ from typing import Callable, Optional
 import tensorflow as tf
 
 from mbert_lib.train.objectives import BATCH_KEYS
+from mbert_lib.train.strategy import create_strategy
 from mbert_lib.train.synthetic import synthetic_pretraining_dataset
 
 SYNTHETIC_TRAIN_EXAMPLES = 16384
@@ -101,3 +102,21 @@ def check_batches(dataset: tf.data.Dataset, batch_size: int, seq_length: int,
                 f"the {what}'s {key!r} must be {dtype.name} {shape} (batch_size, "
                 f"seq_length / max_predictions_per_seq from the experiment, batched with "
                 f"drop_remainder=True), got {spec[key].dtype.name} {spec[key].shape.as_list()}")
+
+
+def strategy_and_data(experiment, data: Optional[PretrainingData] = None
+                      ) -> tuple[tf.distribute.Strategy, PretrainingData]:
+    """The run's tf.distribute strategy and its data (built unless given), checked against
+    the trainer's batch size and the number of replicas: what pre-training and distillation
+    both start with. The strategy comes first: MultiWorkerMirroredStrategy must exist
+    before other TensorFlow ops run."""
+    trainer, runtime = experiment.trainer, experiment.runtime
+    strategy = create_strategy(runtime.distribution_strategy, runtime.devices,
+                               runtime.tpu_address)
+    data = data if data is not None else build_pretraining_datasets(experiment)
+    check_batches(data.train, trainer.batch_size, experiment.data.seq_length,
+                  experiment.data.max_predictions_per_seq)
+    if trainer.batch_size % strategy.num_replicas_in_sync:
+        raise ValueError(f"trainer.batch_size ({trainer.batch_size}) must be a multiple of the "
+                         f"number of replicas ({strategy.num_replicas_in_sync})")
+    return strategy, data

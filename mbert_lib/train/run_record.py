@@ -21,6 +21,8 @@ from __future__ import annotations
 import os
 from typing import Callable
 
+import yaml
+
 from mbert_lib.config_tree import changed_keys, from_dict, save_yaml
 
 EXPERIMENT_FILE = "experiment.yaml"
@@ -37,8 +39,6 @@ def trained_setting(key: str) -> bool:
 
 def recorded_experiment(cls, model_dir: str | os.PathLike):
     """The `cls` experiment recorded in model_dir/experiment.yaml, or None if there is none."""
-    import yaml
-
     path = os.path.join(os.fspath(model_dir), EXPERIMENT_FILE)
     if not os.path.exists(path):
         return None
