@@ -61,7 +61,8 @@ from mbert_lib.layers.ffn import FeedForward
 from mbert_lib.paper import TABLE7_MS
 from mbert_lib.runtime import fast_mode, figure_path, pick
 from mbert_lib.viz.activations import plot_activation_curves
-from mbert_lib.viz.latency import latency_table, plot_norm_act_latency, plot_op_costs
+from mbert_lib.tables import keras_table7
+from mbert_lib.viz.latency import plot_norm_act_latency, plot_op_costs
 from mbert_lib.viz.norms import plot_nonorm_imitation
 
 tf_keras.utils.set_random_seed(0)
@@ -368,7 +369,7 @@ print(f"{len(variants)} encoders of {num_layers} layers, T = {seq_length}, B = {
 # %%
 records = time_variants(variants, "mobilebert", repeats=repeats, warmup=warmup)
 write_json(records, figure_path("01_nonorm_relu_latency.json"))
-table = latency_table(records)
+table = keras_table7(records)
 display(table.style.format({"median_ms": "{:.1f}", "min_ms": "{:.1f}", "ratio": "{:.2f}"}))
 
 # %%

@@ -5,7 +5,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.17.3
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -48,13 +48,13 @@ import numpy as np
 import pandas as pd
 from IPython.display import display
 
-from mbert_lib import paper
+from mbert_lib import paper, tables
 from mbert_lib.anatomy.flops import flops
 from mbert_lib.bench import hardware
 from mbert_lib.bench.tflite_latency import MODELS, TABLE7_GRID, summarize
 from mbert_lib.checkpoints import load_classifier
 from mbert_lib.data import load_tokenizer
-from mbert_lib.export import inference, quantization, tables
+from mbert_lib.export import inference, quantization
 from mbert_lib.export.tflite import PRECISIONS
 from mbert_lib.finetune.features import encode_examples
 from mbert_lib.finetune.tasks import get_task
@@ -62,7 +62,6 @@ from mbert_lib.pipeline import ensure, notebook_context
 from mbert_lib.pipeline.steps_export import finetuned_model_dir
 from mbert_lib.runtime import fast_mode, figure_path, shown_path
 from mbert_lib.viz import tflite as tflite_viz
-from mbert_lib.viz.latency import combination_label
 
 pd.set_option("display.width", 220)
 pd.set_option("display.precision", 4)
@@ -305,10 +304,12 @@ fig = tflite_viz.plot_table7(RECORDS, MODEL, path=figure_path("09_table7_latency
 # %%
 ops = {(r["normalization_type"], r["hidden_act"]): r["op_counts"] for r in RECORDS
        if r["model"] == MODEL and r["precision"] == "fp32" and r["threads"] == 1}
-op_table = pd.DataFrame({combination_label(n, a, " "): ops[(n, a)] for n, a in TABLE7_GRID})
+op_table = pd.DataFrame({tables.combination_label(n, a, " "): ops[(n, a)]
+                         for n, a in TABLE7_GRID})
 op_table = op_table.fillna(0).astype(int)
-op_table["LN+gelu − NoNorm+relu"] = (op_table[combination_label("layer_norm", "gelu", " ")]
-                                     - op_table[combination_label("no_norm", "relu", " ")])
+op_table["LN+gelu − NoNorm+relu"] = (
+    op_table[tables.combination_label("layer_norm", "gelu", " ")]
+    - op_table[tables.combination_label("no_norm", "relu", " ")])
 print(f"TFLite ops per {MODEL} graph that differ across the grid (all other ops are equal):")
 display(op_table[op_table["LN+gelu − NoNorm+relu"] != 0])
 # Sanity: the grid is complete and NoNorm + relu has fewer ops than LayerNorm + gelu.

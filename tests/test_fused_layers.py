@@ -10,9 +10,9 @@ import pytest
 import tensorflow as tf
 import tf_keras
 
-from mbert_lib.layers.dense import Dense
-from mbert_lib.layers.dropout import Dropout
-from mbert_lib.layers.layer_norm import LayerNorm
+from mbert_lib.layers.fast.dense import Dense
+from mbert_lib.layers.fast.dropout import Dropout
+from mbert_lib.layers.fast.layer_norm import LayerNorm
 
 RATE = 0.1
 

@@ -1,12 +1,13 @@
 """The pipeline's `report` step on a fixture run: where it writes, figure links, publishing."""
 
-from mbert_lib.pipeline import steps_report
+from mbert_lib.pipeline import STEPS, steps_report
+from mbert_lib.pipeline.registry import get_pipeline_preset
 from mbert_lib.pipeline.core import Context, run_steps
 from tests.report_fixtures import make_run
 
 
 def _run(out, publish, log):
-    settings = {"report": {"preset": "laptop", "budget_minutes": 45, "publish": publish}}
+    settings = {"report": {**get_pipeline_preset("laptop")["report"], "publish": publish}}
     ctx = Context(out_dir=out, settings=settings, log=log.append, show_progress=False)
     return run_steps(steps_report.STEPS, ctx)[0]["result"]
 
@@ -28,7 +29,7 @@ def test_report_step_writes_under_out_and_publishes_for_laptop(tmp_path, monkeyp
     result = _run(out, publish=True, log=log)       # another --out: the repository's stays
     assert result["published"] is None and not repo.exists()
 
-    monkeypatch.setattr("mbert_lib.pipeline.DEFAULT_OUT", tmp_path)
+    monkeypatch.setattr("mbert_lib.pipeline.core.DEFAULT_OUT", tmp_path)
     (tmp_path / "laptop").symlink_to(out)
     result = _run(out, publish=True, log=log)                  # a rerun step: runs again
     published = (repo / "results" / "REPORT.md").read_text(encoding="utf-8")
@@ -36,3 +37,11 @@ def test_report_step_writes_under_out_and_publishes_for_laptop(tmp_path, monkeyp
     assert "](../figures/report_step_times.png)" in published
     assert (repo / "figures" / "report_step_times.png").exists()
     assert "# MobileBERT, step by step: reproduction report (`laptop` preset)" in published
+
+
+def test_the_report_lists_the_registry_steps_in_order():
+    """The report's settings carry the pipeline's step order, optional steps apart."""
+    report = get_pipeline_preset("smoke")["report"]
+    assert report["order"] == [s.name for s in STEPS if not s.optional]
+    assert report["optional"] == [s.name for s in STEPS if s.optional] == ["distill_seeds"]
+    assert report["order"][0] == "data" and report["order"][-1] == "report"

@@ -5,8 +5,11 @@ import pandas as pd
 import pytest
 
 from mbert_lib import paper
-from mbert_lib.report import build_markdown, export, load_records, models, run, section_status
+from mbert_lib.report import build_markdown, load_records, models, run, section_status
 from mbert_lib.report.markdown import table
+from mbert_lib.tables import speed_size
+from mbert_lib.tables.table6_quantization import table6_with_targets
+from mbert_lib.tables.table7_norm_act import table7_by_threads
 from tests.report_fixtures import DISTILL, FINETUNE_VALUES, LATENCY, PARAMS, PREDICTIONS, make_run
 
 MACHINE = {"cpu": "Test CPU", "cores": 2, "memory_gib": 24.0, "os": "Linux",
@@ -64,7 +67,7 @@ def test_table8_and_9_rows_and_paper_means(records):
 
 
 def test_table6_differences_and_targets(records):
-    frame = export.table6(records["tflite"]["result"]).set_index("precision")
+    frame = table6_with_targets(records["tflite"]["result"]).set_index("precision")
     assert frame.loc["dynamic_int8", "Δ vs Keras (points)"] == pytest.approx(80.5 - 82.0)
     assert frame.loc["dynamic_int8", "status"] == "not met"           # 1.5 points > 1
     assert frame.loc["float16", "status"] == "met"
@@ -75,7 +78,7 @@ def test_table6_differences_and_targets(records):
 
 
 def test_table7_ratios_to_layernorm_gelu(records):
-    frame = export.table7(records["latency"]["result"]["records"])
+    frame = table7_by_threads(records["latency"]["result"]["records"])
     base = LATENCY[("mobilebert", "layer_norm", "gelu", "fp32", 2)][0]
     row = frame[(frame.normalization == "no_norm") & (frame.activation == "relu")].iloc[0]
     assert row["ours 2 threads (ms)"] == 46.0
@@ -83,19 +86,19 @@ def test_table7_ratios_to_layernorm_gelu(records):
     assert row["paper / LN+gelu"] == f"{62 / 192:.2f}"
     approx = frame[(frame.normalization == "no_norm") & (frame.activation == "gelu")].iloc[0]
     assert approx["paper / LN+gelu"].startswith("≈")
-    assert export.table7([r for r in records["latency"]["result"]["records"]
-                          if r["hidden_act"] != "gelu"]) is None
+    assert table7_by_threads([r for r in records["latency"]["result"]["records"]
+                              if r["hidden_act"] != "gelu"]) is None
 
 
-def test_latency_ratios_and_issue7_targets(records):
+def test_latency_ratios_and_targets(records):
     recs = records["latency"]["result"]["records"]
-    frame = export.ratios(recs)
+    frame = speed_size.ratios(recs)
     row = frame[(frame.model == "mobilebert") & (frame.threads == 2)].iloc[0]
     assert row.latency_ratio_fp32 == pytest.approx(176.0 / 46.0)
     assert row.fastest_precision == "dynamic_int8"
     assert row.fastest_speedup == pytest.approx(176.0 / 30.0)
     assert row.size_ratio_fp32 == pytest.approx(434 / 97)
-    goals = export.targets(frame, records["tflite"]["result"]).set_index("target")
+    goals = speed_size.targets_summary(frame, records["tflite"]["result"]).set_index("target")
     assert goals["status"].tolist() == ["not met", "not met", "met", "met"]   # 46 ms, 3.83x
     assert "pkt at dynamic_int8: 80.5%" in goals.iloc[2]["ours"]
 

@@ -1,10 +1,11 @@
-"""mbert_lib.viz.latency: the Table 7 table (ratios, "≈" marks) and the figures it draws."""
+"""mbert_lib.tables.table7.keras_table7 and mbert_lib.viz.latency: the Table 7 table (ratios, "≈" marks) and the figures it draws."""
 
 import matplotlib
 import pytest
 
 from mbert_lib.paper import TABLE7_MS
-from mbert_lib.viz.latency import latency_table, plot_norm_act_latency, plot_op_costs
+from mbert_lib.tables.table7_norm_act import keras_table7
+from mbert_lib.viz.latency import plot_norm_act_latency, plot_op_costs
 
 matplotlib.use("Agg")
 
@@ -20,7 +21,7 @@ def records():
 
 
 def test_ratios_are_per_jit_mode_and_paper_cells_keep_their_marks():
-    table = latency_table(records())
+    table = keras_table7(records())
     assert len(table) == 8
     for _, row in table.iterrows():
         norm, act = {"LayerNorm + gelu": ("layer_norm", "gelu"),
@@ -40,9 +41,9 @@ def test_missing_baseline_raises():
     partial = [r for r in records() if not (r["normalization_type"] == "layer_norm"
                                             and r["hidden_act"] == "gelu" and r["jit"])]
     with pytest.raises(ValueError, match="baseline"):
-        latency_table(partial)
+        keras_table7(partial)
     with pytest.raises(ValueError, match="keys"):
-        latency_table([])
+        keras_table7([])
 
 
 def test_figures_are_written(tmp_path):

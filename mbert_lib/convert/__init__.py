@@ -19,7 +19,8 @@ from mbert_lib.checkpoints import (
     load_pretrainer,
 )
 from mbert_lib.convert.check import ConversionReport
-from mbert_lib.convert.hf import convert_hf, export_hf, read_hf_directory, write_hf_directory
+from mbert_lib.convert.hf import convert_hf, read_hf_directory, write_hf_directory
+from mbert_lib.convert.hf_export import export_hf
 from mbert_lib.convert.names import Entry, name_map, name_table, random_tf1_arrays
 from mbert_lib.convert.preprocessing import export_preprocessing
 from mbert_lib.convert.savedmodel import export_savedmodel

@@ -17,6 +17,7 @@ import os
 
 from mbert_lib.convert.classifier_labels import classifier_labels
 from mbert_lib.convert.hf import config_to_hf, write_hf_directory
+from mbert_lib.convert.tf2 import tf1_arrays_from_pretrainer
 
 ARCHITECTURE = "MobileBertForSequenceClassification"
 
@@ -44,8 +45,6 @@ def write_hf_classifier(classifier, checkpoint: str | os.PathLike, export_dir: s
                         overwrite: bool = False) -> None:
     """Writes a Classifier loaded from `checkpoint` (whose experiment.yaml names its task)
     as a Hugging Face directory, atomically."""
-    from mbert_lib.convert.tf2 import tf1_arrays_from_pretrainer
-
     labels = classifier_labels(checkpoint, classifier.num_classes)
     write_hf_directory(classifier.config,
                        tf1_arrays_from_pretrainer(classifier.encoder, include_heads=False),

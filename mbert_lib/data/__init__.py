@@ -18,6 +18,7 @@ directory is known, else builtin). Modules, one idea each:
     wikitext        WikiText files / hub rows -> documents
     glue            SST-2 (sentence, label) pairs
     builtin_corpus  the offline default corpus
+    data_dir        where local data lives (--data-dir, else $MBERT_DATA_DIR)
     corpus          one `Corpus` from any source; held-out documents
     tokenizer       WordPiece: tokenize, load a BERT vocab.txt, save beside a checkpoint
     wordpiece_trainer  learning a vocabulary (deterministically) with `tokenizers`
@@ -30,7 +31,8 @@ directory is known, else builtin). Modules, one idea each:
 """
 
 from mbert_lib.data.builtin_corpus import builtin_documents, load_builtin_corpus
-from mbert_lib.data.corpus import Corpus, load_pretraining_corpus, resolve_data_dir, split_heldout
+from mbert_lib.data.corpus import Corpus, load_pretraining_corpus, split_heldout
+from mbert_lib.data.data_dir import DATA_DIR_ENV, resolve_data_dir
 from mbert_lib.data.errors import DataError
 from mbert_lib.data.examples import (FEATURES, ExampleConfig, create_examples,
                                      example_statistics, original_tokens, tokenize_documents)
@@ -45,7 +47,7 @@ from mbert_lib.data.wordpiece_trainer import train_wordpiece
 
 __all__ = [
     "builtin_documents", "load_builtin_corpus",
-    "Corpus", "load_pretraining_corpus", "resolve_data_dir", "split_heldout",
+    "Corpus", "load_pretraining_corpus", "split_heldout", "DATA_DIR_ENV", "resolve_data_dir",
     "DataError",
     "FEATURES", "ExampleConfig", "create_examples", "example_statistics", "original_tokens",
     "tokenize_documents",

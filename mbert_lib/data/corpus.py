@@ -24,6 +24,7 @@ from typing import Callable, Optional, Sequence
 
 from mbert_lib.data import glue, wikitext
 from mbert_lib.data.builtin_corpus import builtin_documents, builtin_source_file
+from mbert_lib.data.data_dir import DATA_DIR_ENV, resolve_data_dir
 from mbert_lib.data.errors import DataError
 from mbert_lib.data.hub import load_hub_split
 from mbert_lib.data.provenance import SourceFile, expected_sha256, sha256_bytes, sha256_file
@@ -32,7 +33,6 @@ from mbert_lib.data.text import (Document, count_words, document_sha256, format_
 
 SOURCES = ("auto", "builtin", "local", "hub")
 SST2_SENTENCES_PER_DOCUMENT = 100
-DATA_DIR_ENV = "MBERT_DATA_DIR"
 
 
 @dataclasses.dataclass
@@ -60,14 +60,6 @@ class Corpus:
                  f"{self.num_sentences:,} sentences, {self.num_words:,} words"]
         lines += ["  " + f.describe() for f in self.files]
         return "\n".join(lines)
-
-
-def resolve_data_dir(data_dir: str | os.PathLike | None = None) -> Optional[Path]:
-    """`data_dir` if given, else $MBERT_DATA_DIR if set, else None."""
-    if data_dir is not None:
-        return Path(data_dir)
-    env = os.environ.get(DATA_DIR_ENV)
-    return Path(env) if env else None
 
 
 def _key(sentence: str) -> str:

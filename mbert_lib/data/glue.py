@@ -27,6 +27,7 @@ import dataclasses
 from pathlib import Path
 from typing import Callable, NamedTuple, Optional, Union
 
+from mbert_lib.data.data_dir import resolve_data_dir
 from mbert_lib.data.errors import DataError
 from mbert_lib.data.hub import OFFLINE_TASK, load_hub_split
 from mbert_lib.data.text import read_text
@@ -195,8 +196,6 @@ def load_glue(task: str, split: str = "train", source: str = "local",
     source "local" reads `data_dir` (or MBERT_DATA_DIR); "hub" uses `datasets`
     (`hub_loader` replaces `datasets.load_dataset`, e.g. in tests).
     """
-    from mbert_lib.data.corpus import resolve_data_dir
-
     fmt = get_format(task)
     if split not in SPLIT_FILES:
         raise DataError(f"unknown {fmt.directory} split {split!r}; expected one of "

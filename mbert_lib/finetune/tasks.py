@@ -20,6 +20,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from mbert_lib.data.data_dir import resolve_data_dir
 from mbert_lib.data.errors import DataError
 from mbert_lib.data.glue import GlueExample, load_glue
 from mbert_lib.finetune import builtin_task
@@ -55,8 +56,6 @@ class Task:
 
     def resolve_source(self, source: str, data_dir: Optional[str] = None) -> str:
         """The concrete source for `source` ("auto" resolved); DataError if unsupported."""
-        from mbert_lib.data.corpus import resolve_data_dir
-
         if source not in SOURCES:
             raise DataError(f"unknown task source {source!r}; expected one of {SOURCES}")
         if source == "auto":

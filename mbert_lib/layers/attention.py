@@ -25,7 +25,7 @@ import math
 import tensorflow as tf
 import tf_keras
 
-from mbert_lib.layers.dropout import Dropout
+from mbert_lib.layers.fast.dropout import Dropout
 from mbert_lib.layers.initializers import truncated_normal
 
 

@@ -11,8 +11,8 @@ original code applies none.
 import tf_keras
 
 from mbert_lib.layers.activations import get_activation
-from mbert_lib.layers.dense import Dense
-from mbert_lib.layers.dropout import Dropout
+from mbert_lib.layers.fast.dense import Dense
+from mbert_lib.layers.fast.dropout import Dropout
 from mbert_lib.layers.initializers import truncated_normal
 from mbert_lib.layers.nonorm import make_norm
 

@@ -21,10 +21,10 @@ import tensorflow as tf
 import tf_keras
 
 from mbert_lib.layers.activations import get_activation
-from mbert_lib.layers.dense import Dense
-from mbert_lib.layers.dropout import Dropout
+from mbert_lib.layers.fast.dense import Dense
+from mbert_lib.layers.fast.dropout import Dropout
 from mbert_lib.layers.initializers import truncated_normal
-from mbert_lib.layers.layer_norm import LayerNorm
+from mbert_lib.layers.fast.layer_norm import LayerNorm
 from mbert_lib.layers.nonorm import LAYER_NORM_EPSILON
 
 

@@ -14,7 +14,7 @@ LayerNorm: μ(h) and σ(h) depend on the token, γ and β do not.
 
 import tf_keras
 
-from mbert_lib.layers.layer_norm import LayerNorm
+from mbert_lib.layers.fast.layer_norm import LayerNorm
 
 LAYER_NORM_EPSILON = 1e-12  # the original BERT / MobileBERT value
 

@@ -17,10 +17,13 @@ the repository has it: bundle.py).
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 from typing import Optional, Sequence
 
+from mbert_lib.pipeline import bundle, core
 from mbert_lib.pipeline.core import (
+    DEFAULT_OUT,
     Context,
     DiskFullError,
     PipelineError,
@@ -30,9 +33,7 @@ from mbert_lib.pipeline.core import (
     summary_table,
 )
 from mbert_lib.pipeline.registry import PRESETS, STEPS, get_pipeline_preset
-from mbert_lib.runtime import REPO_ROOT
-
-DEFAULT_OUT = REPO_ROOT / "runs"
+from mbert_lib.runtime import REPO_ROOT, fast_mode
 
 
 def make_context(preset: str = "laptop", out_dir: Optional[str] = None,
@@ -40,7 +41,7 @@ def make_context(preset: str = "laptop", out_dir: Optional[str] = None,
                  ) -> Context:
     """A Context for `preset`, writing under out_dir (default runs/<preset>)."""
     settings = get_pipeline_preset(preset)
-    out = Path(out_dir) if out_dir else DEFAULT_OUT / preset
+    out = Path(out_dir) if out_dir else core.DEFAULT_OUT / preset
     return Context(out_dir=out, settings=settings, data_dir=data_dir_or_env(data_dir), log=log,
                    show_progress=show_progress, preset=preset)
 
@@ -54,8 +55,6 @@ def repo_relative_print(message: str) -> None:
 def fast_run_dir() -> Path:
     """The scratch directory of the fast-mode (`smoke`) run that notebooks share, and
     that the end-to-end test builds first so the notebooks find every step done."""
-    import tempfile
-
     return Path(tempfile.gettempdir()) / "mbert_fast_runs"
 
 
@@ -63,14 +62,10 @@ def notebook_context(log=repo_relative_print) -> Context:
     """The context a notebook uses: `laptop` under runs/laptop in a full run (real data
     when MBERT_DATA_DIR is set), `smoke` in `fast_run_dir()` in fast mode, so a
     test run never touches the full run's artifacts."""
-    from mbert_lib.runtime import fast_mode
-
-    from mbert_lib.pipeline.bundle import DEFAULT_BUNDLE
-
     if fast_mode():
         return make_context("smoke", str(fast_run_dir()), log=log, show_progress=False)
     ctx = make_context("laptop", log=log)
-    ctx.bundle = DEFAULT_BUNDLE if DEFAULT_BUNDLE.exists() else None
+    ctx.bundle = bundle.DEFAULT_BUNDLE if bundle.DEFAULT_BUNDLE.exists() else None
     return ctx
 
 
@@ -79,8 +74,6 @@ def ensure(names: Sequence[str], ctx: Context) -> dict:
     bundle in ctx (a notebook's full run, pipeline/bundle.py), its trained steps are
     installed first instead of trained."""
     if ctx.bundle is not None:
-        from mbert_lib.pipeline import bundle
-
         try:
             bundle.install(ctx.bundle, ctx)
         except bundle.BundleError as e:          # e.g. other data: train instead, and say why

@@ -47,6 +47,7 @@ from mbert_lib import atomic
 from mbert_lib.data.provenance import sha256_file
 from mbert_lib.pipeline.core import (STALE_MARK, Context, PipelineError, read_record, run_steps,
                                      step_fingerprints)
+from mbert_lib.pipeline.registry import STEPS
 from mbert_lib.runtime import REPO_ROOT, shown_path
 from mbert_lib.run_lock import LOCK_FILE
 
@@ -95,7 +96,7 @@ def write_bundle(ctx: Context, out: str | os.PathLike = DEFAULT_BUNDLE,
                  log: Callable[[str], None] = print) -> dict:
     """Packs ctx's finished `steps` into `out` (xz tar) and `<out>.sha256`; returns the
     manifest. Refuses unfinished or stale steps, and a result over max_bytes."""
-    prints = step_fingerprints(_pipeline_steps(), ctx)
+    prints = step_fingerprints(STEPS, ctx)
     data_record = read_record(ctx.step_dir("data"))
     if data_record is None or data_record.get("fingerprint") != prints["data"]:
         raise BundleError(f"{ctx.step_dir('data')}: the data step has not finished with the "
@@ -277,7 +278,7 @@ def install(bundle: str | os.PathLike, ctx: Context,
     if manifest.get("format") != FORMAT:
         raise BundleError(f"{bundle}: bundle format {manifest.get('format')}, this code reads "
                           f"format {FORMAT}; write the bundle again")
-    prints = step_fingerprints(_pipeline_steps(), ctx)
+    prints = step_fingerprints(STEPS, ctx)
     asked = [name for name in manifest["steps"] if steps is None or name in steps]
     wanted = [name for name in asked if manifest["steps"][name] == prints.get(name)]
     for name in sorted(set(asked) - set(wanted)):
@@ -305,12 +306,6 @@ def install(bundle: str | os.PathLike, ctx: Context,
     return Installed(tuple(todo), done)
 
 
-def _pipeline_steps():
-    from mbert_lib.pipeline.registry import STEPS
-
-    return STEPS
-
-
 def _is_done(ctx: Context, name: str, prints: dict) -> bool:
     record = read_record(ctx.step_dir(name))
     return record is not None and record.get("fingerprint") == prints[name]
@@ -330,7 +325,7 @@ def _check_data(bundle, manifest: dict, ctx: Context, prints: dict) -> None:
                           + (" (set MBERT_DATA_DIR, e.g. ../shared/data)" if not ctx.data_dir
                              else ""))
     if not _is_done(ctx, "data", prints):
-        run_steps(_pipeline_steps(), ctx, only=["data"])
+        run_steps(STEPS, ctx, only=["data"])
     for name, expected in data["sha256"].items():
         if sha256_file(ctx.step_dir("data") / name) != expected:
             source = f"local data from {ctx.data_dir}" if ctx.data_dir else "builtin data"

@@ -11,6 +11,8 @@ import errno
 import os
 from pathlib import Path
 
+from mbert_lib.step_records import PipelineError
+
 # OSError numbers of a full disk or an exhausted quota.
 _DISK_FULL_ERRNOS = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)}
 # How TensorFlow's file system reports ENOSPC (tf.errors.ResourceExhaustedError text).
@@ -34,7 +36,6 @@ def check_data_dir(path: str | os.PathLike) -> str:
     The message names the directory and every file the loaders look for.
     """
     from mbert_lib.data import glue, wikitext
-    from mbert_lib.pipeline.core import PipelineError
 
     directory = Path(path)
     if not directory.is_dir():

@@ -47,13 +47,11 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 from mbert_lib import atomic, strict_json
 from mbert_lib.pipeline import checks, eta
 from mbert_lib.run_lock import run_lock
+from mbert_lib.runtime import REPO_ROOT
+from mbert_lib.step_records import (RECORD_FILE, STALE_MARK, PipelineError, load_average,
+                                    read_record)
 
-RECORD_FILE = "step.json"
-
-
-class PipelineError(ValueError):
-    """A step cannot run: a missing input, an unknown step name, a bad preset."""
-
+DEFAULT_OUT = REPO_ROOT / "runs"          # a preset's run goes to DEFAULT_OUT/<preset> by default
 
 class DiskFullError(PipelineError):
     """The disk filled up while a step was writing; the run resumes once there is space."""
@@ -117,25 +115,6 @@ def step_fingerprints(steps: Sequence[Step], ctx: Context) -> dict[str, str]:
             f"{d}:{prints.get(d, 'absent')}" for d in step.used_steps(settings)]
         prints[step.name] = fingerprint(settings, upstream)
     return prints
-
-
-def read_record(directory: Path) -> Optional[dict]:
-    path = Path(directory) / RECORD_FILE
-    if not path.exists():
-        return None
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise PipelineError(f"{path} is not valid JSON ({e}); delete it to re-run the step") \
-            from None
-
-
-def load_average() -> Optional[list[float]]:
-    """The 1, 5 and 15-minute load averages (None where the OS has none)."""
-    try:
-        return [round(x, 2) for x in os.getloadavg()]
-    except (AttributeError, OSError):
-        return None
 
 
 def run_steps(steps: Sequence[Step], ctx: Context, only: Optional[Sequence[str]] = None,
@@ -212,9 +191,6 @@ def _run_pending(todo: Sequence[Step], pending: Sequence[str],
         estimate.observe(step.name, record["seconds"])
         ctx.log(f"{header}: finished in {record['seconds']:.0f} s")
         records.append({**record, "skipped": False})
-
-
-STALE_MARK = ".stale-"     # OUT/<step>.stale-<fingerprint>: outputs of superseded settings
 
 
 def _move_aside(directory: Path, record: Mapping[str, Any], ctx: Context) -> None:

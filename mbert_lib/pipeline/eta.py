@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Mapping, Optional, Sequence
 
 from mbert_lib import atomic
+from mbert_lib.report.machine import cpu_model
+from mbert_lib.step_records import RECORD_FILE, read_record
 
 REFERENCE_FILE = Path(__file__).with_name("step_seconds.json")
 
@@ -37,9 +39,6 @@ def reference_seconds(preset: Optional[str],
 def write_reference(run_dir: Path, preset: str, reference_file: Optional[Path] = None) -> dict:
     """Records the seconds of every finished step of `run_dir` as `preset`'s reference."""
     reference_file = reference_file or REFERENCE_FILE
-    from mbert_lib.pipeline.core import RECORD_FILE, read_record
-    from mbert_lib.report.machine import cpu_model
-
     seconds = {}
     for path in sorted(Path(run_dir).glob(f"*/{RECORD_FILE}")):
         record = read_record(path.parent)

@@ -24,9 +24,12 @@ STEP_MODULES = (pretraining_steps, distillation_steps, finetuning_steps, seed_st
                 export_steps, report_steps)
 
 STEPS = [step for module in STEP_MODULES for step in module.STEPS]
+# The report lists the steps of a full run and the optional ones, in this order.
+STEP_ORDER = {"order": [s.name for s in STEPS if not s.optional],
+              "optional": [s.name for s in STEPS if s.optional]}
 PRESETS: dict[str, dict[str, dict[str, Any]]] = {
-    name: {step: settings for module in STEP_MODULES
-           for step, settings in module.SETTINGS[name].items()}
+    name: {step: {**settings, **STEP_ORDER} if step == report_steps.NAME else settings
+           for module in STEP_MODULES for step, settings in module.SETTINGS[name].items()}
     for name in ("laptop", "smoke")
 }
 

@@ -15,28 +15,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
+from mbert_lib.pipeline import core
 from mbert_lib.pipeline.core import Context, Step
+from mbert_lib.report.document import command, write_report
 from mbert_lib.runtime import REPO_ROOT
 
+NAME = "report"
 REPORT_FILE = "REPORT.md"
 
 
-def _pipeline_steps(optional: bool) -> list[str]:
-    """The pipeline's steps in order: those a full run makes, or the optional ones."""
-    from mbert_lib.pipeline.registry import STEPS
-
-    return [s.name for s in STEPS if s.optional == optional]
-
-
 def _is_default_out(ctx: Context, preset: str) -> bool:
-    from mbert_lib.pipeline import DEFAULT_OUT
-
-    return ctx.out_dir.resolve() == (DEFAULT_OUT / preset).resolve()
+    return ctx.out_dir.resolve() == (core.DEFAULT_OUT / preset).resolve()
 
 
 def _command(ctx: Context, preset: str) -> str:
-    from mbert_lib.report.document import command
-
     return command(preset, ctx.data_dir, None if _is_default_out(ctx, preset) else str(ctx.out_dir))
 
 
@@ -49,11 +41,11 @@ def _shown(path: Path) -> str:
 
 
 def run_report(ctx: Context, settings: Mapping[str, Any]) -> dict:
-    from mbert_lib.report.document import write_report
-
+    """settings: preset, budget_minutes, publish, and the registry's step order ("order":
+    the steps of a full run, "optional": the others)."""
     common = {"preset": settings["preset"], "budget_minutes": settings["budget_minutes"],
               "command_line": _command(ctx, settings["preset"]),
-              "order": _pipeline_steps(optional=False), "optional": _pipeline_steps(optional=True),
+              "order": list(settings["order"]), "optional": list(settings["optional"]),
               "source": _shown(ctx.out_dir)}
     written = write_report(ctx.out_dir, figures_dir=ctx.step_dir("report"),
                            report_path=ctx.out_dir / REPORT_FILE, **common)
@@ -72,7 +64,7 @@ def run_report(ctx: Context, settings: Mapping[str, Any]) -> dict:
             "published": published["path"] if published else None}
 
 
-STEPS = [Step("report", "the report: paper vs reproduced tables, wall time, hardware "
+STEPS = [Step(NAME, "the report: paper vs reproduced tables, wall time, hardware "
               "(REPORT.md)", run_report, rerun=True)]
 
 SETTINGS = {

@@ -5,8 +5,8 @@
     markdown.py  DataFrame -> pipe table, "not run" paragraphs
     run.py       wall time per step vs the budget, load, data provenance, seeds
     models.py    Table 1 (sizes), Tables 8 / 9 (transfer), the SST-2 comparison
-    export.py    Table 6 (TFLite precisions), Table 7 (NoNorm/relu), ratios, targets
-    deployment.py  those three sections as markdown (load average and GFLOP/s beside them)
+    deployment.py  Table 6, Table 7, the speed and size ratios as markdown (the tables
+                 from mbert_lib.tables; load average and GFLOP/s beside them)
     document.py  the sections assembled; figures; writing REPORT.md
 
 The pipeline's `report` step (mbert_lib/pipeline/steps_report.py) calls

@@ -1,5 +1,5 @@
 """The deployment sections of REPORT.md (Table 6, Table 7, the latency and size ratios) as
-markdown, from the `tflite` and `latency` step records (tables in export.py)."""
+markdown, from the `tflite` and `latency` step records (tables in mbert_lib.tables)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,12 @@ from typing import Optional
 import pandas as pd
 
 from mbert_lib import paper
-from mbert_lib.report import export, run
+from mbert_lib.report import run
 from mbert_lib.report.markdown import not_run, table
 from mbert_lib.report.records import Records, result
+from mbert_lib.tables import speed_size
+from mbert_lib.tables.table6_quantization import table6_with_targets
+from mbert_lib.tables.table7_norm_act import table7_by_threads
 
 RATIO_COLUMNS = {"model_fp32_ms": "model fp32 (ms)", "baseline_fp32_ms": "baseline fp32 (ms)",
                  "latency_ratio_fp32": "baseline / model, fp32 medians",
@@ -26,7 +29,7 @@ def table6_section(records: Records) -> str:
     tflite = result(records, "tflite")
     if tflite is None:
         return not_run("tflite", "TFLite export and quantization")
-    frame = export.table6(tflite)
+    frame = table6_with_targets(tflite)
     smaller = frame[frame["precision"] != "fp32"].dropna(subset=["fp32 size / size"])
     ours = ", ".join(f"{m} {p} {r:.2f}×" for m, p, r in
                      zip(smaller["model"], smaller["precision"], smaller["fp32 size / size"]))
@@ -87,7 +90,7 @@ def table7_section(records: Records) -> str:
     recs = _latency_records(records)
     if recs is None:
         return not_run("latency", "TFLite latency benchmark")
-    frame = export.table7(recs)
+    frame = table7_by_threads(recs)
     if frame is None:
         return "_not run: the latency records hold no complete norm × activation grid._"
     model = frame["model"].iloc[0]
@@ -101,10 +104,10 @@ def ratios_section(records: Records) -> str:
     recs = _latency_records(records)
     if recs is None:
         return not_run("latency", "TFLite latency benchmark")
-    frame = export.ratios(recs)
+    frame = speed_size.ratios(recs)
     if frame.empty:
         return "_not run: the latency records hold no model/baseline pair._"
-    goals = export.targets(frame, result(records, "tflite"))
+    goals = speed_size.targets_summary(frame, result(records, "tflite"))
     lines = [table(frame.rename(columns=RATIO_COLUMNS).round(2)),
              f"Paper (Pixel 4, 4 threads): {paper.FASTER_THAN_BERT_BASE}× faster, "
              f"{paper.SMALLER_THAN_BERT_BASE}× smaller than BERT_BASE.", _throughput(recs)]

@@ -7,6 +7,8 @@ import platform
 from importlib import metadata
 from typing import Optional
 
+from mbert_lib.step_records import load_average
+
 PACKAGES = ("tensorflow", "tf-keras", "ai-edge-litert", "numpy")
 
 
@@ -43,8 +45,6 @@ def versions(packages=PACKAGES) -> dict[str, str]:
 
 def machine_info() -> dict:
     """{cpu, cores, memory_gib, os, versions, load_average} of this machine, now."""
-    from mbert_lib.pipeline.core import load_average
-
     return {"cpu": cpu_model(), "cores": os.cpu_count(), "memory_gib": memory_gib(),
             "os": f"{platform.system()} {platform.release()}", "versions": versions(),
             "load_average": load_average()}

@@ -14,7 +14,7 @@ import warnings
 from pathlib import Path
 from typing import Mapping, Optional, Sequence
 
-from mbert_lib.pipeline.core import RECORD_FILE, STALE_MARK, PipelineError, read_record
+from mbert_lib.step_records import RECORD_FILE, STALE_MARK, PipelineError, read_record
 
 Records = Mapping[str, dict]
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"     # a record's "finished"

@@ -11,44 +11,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from mbert_lib.paper import TABLE7_MS, PaperValue
+from mbert_lib.paper import TABLE7_MS
+from mbert_lib.tables.table7_norm_act import BASELINE, combination_label, keras_table7, paper_ratio_text
 from mbert_lib.viz import style
-
-NORM_LABEL = {"layer_norm": "LayerNorm", "no_norm": "NoNorm"}
-BASELINE = ("layer_norm", "gelu")
-
-
-def combination_label(norm: str, act: str, sep: str = "\n") -> str:
-    """("no_norm", "relu") -> "NoNorm\\n+ relu"."""
-    return f"{NORM_LABEL.get(norm, norm)}{sep}+ {act}"
-
-
-def paper_ratio_text(value: PaperValue, baseline: PaperValue) -> str:
-    """value / baseline to 2 decimals, with "≈" if either is approximate."""
-    approx = value.approx or baseline.approx
-    return ("≈" if approx else "") + f"{value.value / baseline.value:.2f}"
-
-
-def latency_table(records: Sequence[Mapping], paper: Mapping = TABLE7_MS) -> pd.DataFrame:
-    """One row per (normalization, activation, jit): median/min ms, ratio to LayerNorm+gelu
-    of the same jit mode, and the paper's Pixel 4 ms and ratio (text, "≈" when approximate)."""
-    df = pd.DataFrame(list(records))
-    needed = {"normalization_type", "hidden_act", "jit", "median_ms", "min_ms"}
-    if df.empty or not needed <= set(df.columns):
-        raise ValueError(f"records must be non-empty dicts with keys {sorted(needed)}")
-    base = df[(df.normalization_type == BASELINE[0]) & (df.hidden_act == BASELINE[1])]
-    if set(base.jit) != set(df.jit):
-        raise ValueError("records need a LayerNorm + gelu baseline for every jit mode")
-    base_ms = base.set_index("jit").median_ms
-    df["ratio"] = df.median_ms / df.jit.map(base_ms)
-    cells = [paper.get((n, a)) for n, a in zip(df.normalization_type, df.hidden_act)]
-    df["paper Pixel 4"] = [str(v) if v else "" for v in cells]
-    df["paper ratio"] = [paper_ratio_text(v, paper[BASELINE]) if v else "" for v in cells]
-    df["combination"] = [combination_label(n, a, " ")
-                         for n, a in zip(df.normalization_type, df.hidden_act)]
-    columns = ["combination", "jit", "median_ms", "min_ms", "ratio", "paper Pixel 4",
-               "paper ratio"]
-    return df[columns].reset_index(drop=True)
 
 
 def plot_norm_act_latency(records: Sequence[Mapping], default_jit: bool,
@@ -58,7 +23,7 @@ def plot_norm_act_latency(records: Sequence[Mapping], default_jit: bool,
     ours (jit mode `default_jit`) beside the paper's Pixel 4 (paper Table 7)."""
     style.apply()
     df = pd.DataFrame(list(records))
-    table = latency_table(records, paper)
+    table = keras_table7(records, paper)
     combos = list(dict.fromkeys(zip(df.normalization_type, df.hidden_act)))
     labels = [combination_label(n, a) for n, a in combos]
     jits = sorted(set(df.jit))

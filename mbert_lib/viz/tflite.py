@@ -1,6 +1,6 @@
 """Figures of notebook 09: accuracy per precision (Table 6), size and latency vs BERT_BASE
 ("4.3× smaller, 5.5× faster"), and the NoNorm / relu latency grid (Table 7), from the
-results of the pipeline's `tflite` and `latency` steps (tables in mbert_lib.export.tables).
+results of the pipeline's `tflite` and `latency` steps (tables in mbert_lib.tables).
 """
 
 from __future__ import annotations
@@ -12,9 +12,8 @@ import numpy as np
 
 from mbert_lib import paper
 from mbert_lib.bench.tflite_latency import MODELS, TABLE7_GRID, summarize
-from mbert_lib.export import tables
 from mbert_lib.viz import style
-from mbert_lib.viz.latency import combination_label
+from mbert_lib.tables.table7_norm_act import combination_label, table7
 
 PRECISION_COLORS = {"fp32": style.OURS, "dynamic_int8": style.ALT, "float16": "#2ca02c",
                     "int8": "#9467bd"}
@@ -133,7 +132,7 @@ def plot_table7(records: Sequence[Mapping], model: str = "mobilebert", path=None
     """Left: fp32 median latency per normalization × activation and thread count. Right:
     the ratio to LayerNorm + gelu, ours per thread count beside the paper's Pixel 4."""
     style.apply()
-    table = tables.table7(records, model)
+    table = table7(records, model)
     threads = sorted(set(table.threads))
     labels = [combination_label(n, a) for n, a in TABLE7_GRID]
     x = np.arange(len(TABLE7_GRID))

@@ -37,7 +37,8 @@ from mbert_lib.layers.activations import get_activation
 from mbert_lib.paper import TABLE7_MS
 from mbert_lib.pipeline import ensure, notebook_context
 from mbert_lib.viz import style
-from mbert_lib.viz.latency import combination_label, latency_table, plot_norm_act_latency
+from mbert_lib.tables import combination_label, keras_table7
+from mbert_lib.viz.latency import plot_norm_act_latency
 
 import json
 import math
@@ -399,7 +400,7 @@ shares.round(2)
 assert set(grid.intra_op) == {0, 1}, "the fresh process ran with one intra-op thread"
 assert len(grid) == 2 * len(grid_lengths) * 4 and (grid.repeats == grid_repeats).all()
 for (threads, T_), part in grid.groupby(["threads", "seq_length"]):
-    table = latency_table(part.to_dict("records")).set_index("combination")
+    table = keras_table7(part.to_dict("records")).set_index("combination")
     for combination, ratio in table.ratio.items():      # the library's ratios == ours
         assert abs(part.set_index("combination").ratio[combination] - ratio) < 1e-12
 longer = grid[grid.seq_length == max(grid_lengths)].set_index(["threads", "combination"])
@@ -649,7 +650,7 @@ with runtime.stopwatch("exercise 4"):
                                      for name in ("gelu", "gelu_new", "relu")},
                                     act_shape, repeats=runtime.pick(30, 3),
                                     warmup=runtime.pick(3, 1)))
-table5 = latency_table(records)
+table5 = keras_table7(records)
 display(table5.drop(columns="jit").style.format({"median_ms": "{:.1f}", "min_ms": "{:.1f}",
                                                  "ratio": "{:.3f}"}))
 alone[["op", "elements", "median_ms", "min_ms"]].round(3)

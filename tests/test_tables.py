@@ -1,4 +1,5 @@
-"""Paper-vs-ours tables of the export steps, on hand-made records with known ratios."""
+"""mbert_lib.tables: Table 6, Table 7 and the speed/size tables on hand-made records with
+known ratios."""
 
 import matplotlib
 
@@ -7,7 +8,7 @@ matplotlib.use("Agg")
 import pytest  # noqa: E402
 
 from mbert_lib.bench import hardware  # noqa: E402
-from mbert_lib.export import tables  # noqa: E402
+from mbert_lib import tables  # noqa: E402
 from mbert_lib.viz import tflite as tflite_viz  # noqa: E402
 
 

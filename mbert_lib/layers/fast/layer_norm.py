@@ -7,9 +7,9 @@ same checkpoint names, same formula (`tf.nn.moments` then
 `tf.nn.batch_normalization`, the path Keras takes for ε = 1e-12, below the
 fused kernel's 1e-5 floor), same float32 computation for float16/bfloat16
 inputs. Only the execution differs: TensorFlow runs the formula as five
-passes over [B, T, C], XLA fuses it into one kernel, which halves the
-forward time (the frozen teacher runs 16 per forward pass). Forward +
-backward takes as long as Keras'.
+passes over [B, T, C], XLA fuses it into one kernel (the frozen teacher runs
+16 LayerNorms per forward pass; docs/distillation_throughput.md has the
+measurement).
 
 Each layer compiles its own copy of the formula. One function shared by
 every LayerNorm, called with each layer's (γ, β), is wrong after TFLite
