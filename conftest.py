@@ -20,7 +20,7 @@ Without xdist the marks change nothing, and the collection order does the same.
 
 import os
 import time
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -32,12 +32,15 @@ GROUP = pytest.StashKey[str]()
 READER = pytest.StashKey[bool]()
 
 
-@lru_cache(maxsize=None)
+@cache
 def _reads_fast_run(notebook: str) -> bool:
     """Whether a notebook opens the shared fast-mode run (its py:percent twin says so)."""
     source = Path(notebook).with_suffix(".py")
-    text = source.read_text(encoding="utf-8") if source.exists() else Path(notebook).read_text(
-        encoding="utf-8")
+    text = (
+        source.read_text(encoding="utf-8")
+        if source.exists()
+        else Path(notebook).read_text(encoding="utf-8")
+    )
     return any(call in text for call in READS_FAST_RUN)
 
 
@@ -62,6 +65,7 @@ def pytest_collection_modifyitems(items):
     """The shared-run group first (the longest: it must not wait for a free worker), the
     notebooks that read its run last, the longer solution notebooks first among them (a
     stable sort; `--no-loadscope-reorder` keeps xdist from reordering the groups by size)."""
+
     def rank(item):
         if item.stash.get(GROUP, None) == SHARED_FAST_RUN:
             return 0
@@ -83,7 +87,8 @@ def pytest_collection_finish(session):
         raise pytest.UsageError(
             f"pytest-xdist did not tag {len(untagged)} node ids with their xdist_group (e.g. "
             f"{untagged[0]}): this pytest and pytest-xdist do not work together (pytest 9 with "
-            "xdist 3.8); install the versions in constraints.txt")
+            "xdist 3.8); install the versions in constraints.txt"
+        )
 
 
 def _run_id():
@@ -95,19 +100,25 @@ def pytest_runtest_setup(item):
     xdist, when that group is part of the run)."""
     run_id = _run_id()
     if not (run_id and item.stash.get(READER, False)) or not any(
-            other.stash.get(GROUP, None) == SHARED_FAST_RUN for other in item.session.items):
+        other.stash.get(GROUP, None) == SHARED_FAST_RUN for other in item.session.items
+    ):
         return
     marker, deadline = built_by(), time.monotonic() + WAIT_FOR_FAST_RUN_S
     while not (marker.exists() and marker.read_text(encoding="utf-8") == run_id):
         if time.monotonic() > deadline:
-            pytest.fail(f"the `{SHARED_FAST_RUN}` group did not finish within "
-                        f"{WAIT_FOR_FAST_RUN_S} s ({marker} does not name this run)")
+            pytest.fail(
+                f"the `{SHARED_FAST_RUN}` group did not finish within "
+                f"{WAIT_FOR_FAST_RUN_S} s ({marker} does not name this run)"
+            )
         time.sleep(2)
 
 
 def pytest_runtest_teardown(item, nextitem):
     """The last `fast_run` item on its worker marks the shared run as built by this run."""
     run_id = _run_id()
-    if (run_id and item.stash.get(GROUP, None) == SHARED_FAST_RUN
-            and (nextitem is None or nextitem.stash.get(GROUP, None) != SHARED_FAST_RUN)):
+    if (
+        run_id
+        and item.stash.get(GROUP, None) == SHARED_FAST_RUN
+        and (nextitem is None or nextitem.stash.get(GROUP, None) != SHARED_FAST_RUN)
+    ):
         built_by().write_text(run_id, encoding="utf-8")

@@ -57,12 +57,22 @@ def prepare(data_dir: Path, dupe_factor: int) -> dict:
     """Seconds of one from-scratch data step over data_dir (in all and per stage)."""
     with tempfile.TemporaryDirectory() as out:
         start = time.perf_counter()
-        prepared = prepare_pretraining_data("local", data_dir, out, include_sst2=False,
-                                            wikitext_splits=["valid"], dupe_factor=dupe_factor,
-                                            log=lambda _: None, progress=False)
+        prepared = prepare_pretraining_data(
+            "local",
+            data_dir,
+            out,
+            include_sst2=False,
+            wikitext_splits=["valid"],
+            dupe_factor=dupe_factor,
+            log=lambda _: None,
+            progress=False,
+        )
         total = time.perf_counter() - start
-    return {"total": total, **{k: round(v, 3) for k, v in prepared.seconds.items()},
-            "train_examples": prepared.manifest["statistics"]["train"]["examples"]}
+    return {
+        "total": total,
+        **{k: round(v, 3) for k, v in prepared.seconds.items()},
+        "train_examples": prepared.manifest["statistics"]["train"]["examples"],
+    }
 
 
 def main() -> None:
@@ -77,25 +87,30 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as work:
         work = Path(work)
-        corpus_bytes = {k: wikitext_file(work / f"x{k}" / "wikitext-2" / "valid.txt", k)
-                        for k in sizes}
+        corpus_bytes = {
+            k: wikitext_file(work / f"x{k}" / "wikitext-2" / "valid.txt", k) for k in sizes
+        }
         runs = {k: [] for k in sizes}
         for round_ in range(args.repeats):
             for k in sizes:
                 runs[k].append(prepare(work / f"x{k}", args.dupe_factor))
-                print(f"round {round_ + 1}/{args.repeats} size {k}x: "
-                      f"{runs[k][-1]['total']:.1f} s", flush=True)
+                print(
+                    f"round {round_ + 1}/{args.repeats} size {k}x: {runs[k][-1]['total']:.1f} s",
+                    flush=True,
+                )
 
         rng = random.Random(0)
         words = [w for d in builtin_documents() for s in d for w in s.split()]
         long_line = ""
         while len(long_line) < MAX_LINE_CHARS - 1000:
             long_line += " ".join(rng.choices(words, k=1000)) + " "
-        long_line = long_line[:MAX_LINE_CHARS - 1000].strip()
+        long_line = long_line[: MAX_LINE_CHARS - 1000].strip()
         wikitext_file(work / "long" / "wikitext-2" / "valid.txt", 1, extra_line=long_line)
         at_limit = prepare(work / "long", args.dupe_factor)
-        print(f"built-in corpus + one {len(long_line):,}-character line: "
-              f"{at_limit['total']:.1f} s", flush=True)
+        print(
+            f"built-in corpus + one {len(long_line):,}-character line: {at_limit['total']:.1f} s",
+            flush=True,
+        )
 
         huge = work / "huge" / "wikitext-2" / "valid.txt"
         huge.parent.mkdir(parents=True)
@@ -109,24 +124,37 @@ def main() -> None:
         refused_seconds = time.perf_counter() - start
         print(f"one 30 MB line: {refused_seconds:.2f} s: {refusal}", flush=True)
 
-    medians = {k: {stage: statistics.median(r[stage] for r in runs[k])
-                   for stage in runs[k][0] if stage != "train_examples"} for k in sizes}
+    medians = {
+        k: {
+            stage: statistics.median(r[stage] for r in runs[k])
+            for stage in runs[k][0]
+            if stage != "train_examples"
+        }
+        for k in sizes
+    }
     base = medians[sizes[0]]["total"] / sizes[0]
     result = {
         "what": "prepare_pretraining_data from scratch on k word-shuffled copies of the "
-                "built-in corpus (WikiText layout, no SST-2); medians over interleaved rounds",
+        "built-in corpus (WikiText layout, no SST-2); medians over interleaved rounds",
         "command": "python experiments/data_step_scaling.py",
         "hardware": cpu_info(),
-        "repeats": args.repeats, "dupe_factor": args.dupe_factor,
-        "sizes": {str(k): {"corpus_bytes": corpus_bytes[k],
-                           "train_examples": runs[k][0]["train_examples"],
-                           "median_seconds": {s: round(v, 3) for s, v in medians[k].items()},
-                           "seconds": [round(r["total"], 3) for r in runs[k]],
-                           "ratio_to_linear": round(medians[k]["total"] / (k * base), 3)}
-                  for k in sizes},
-        "line_at_the_limit": {"line_chars": len(long_line),
-                              "seconds": round(at_limit["total"], 3),
-                              "train_examples": at_limit["train_examples"]},
+        "repeats": args.repeats,
+        "dupe_factor": args.dupe_factor,
+        "sizes": {
+            str(k): {
+                "corpus_bytes": corpus_bytes[k],
+                "train_examples": runs[k][0]["train_examples"],
+                "median_seconds": {s: round(v, 3) for s, v in medians[k].items()},
+                "seconds": [round(r["total"], 3) for r in runs[k]],
+                "ratio_to_linear": round(medians[k]["total"] / (k * base), 3),
+            }
+            for k in sizes
+        },
+        "line_at_the_limit": {
+            "line_chars": len(long_line),
+            "seconds": round(at_limit["total"], 3),
+            "train_examples": at_limit["train_examples"],
+        },
         "line_of_30_mb": {"seconds_to_refusal": round(refused_seconds, 3), "message": refusal},
     }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

@@ -34,12 +34,14 @@ from mbert_lib.pipeline.steps_distill import load_distill_step_experiment
 from mbert_lib.runtime import REPO_ROOT
 
 # The original TF1 code's layer-wise schedule at the laptop's 75 steps per stage.
-ORIGINAL = {"distillation.layer_wise.current_lr_multiplier": 3.0,
-            "distillation.layer_wise.train_embedding": False,
-            "distillation.layer_wise.learning_rate.warmup_steps": 7,
-            "distillation.layer_wise.learning_rate.end": 1.8e-3,
-            "distillation.layer_wise.learning_rate.power": 0.5,
-            "distillation.student_dropout": False}
+ORIGINAL = {
+    "distillation.layer_wise.current_lr_multiplier": 3.0,
+    "distillation.layer_wise.train_embedding": False,
+    "distillation.layer_wise.learning_rate.warmup_steps": 7,
+    "distillation.layer_wise.learning_rate.end": 1.8e-3,
+    "distillation.layer_wise.learning_rate.power": 0.5,
+    "distillation.student_dropout": False,
+}
 SETTINGS = {
     "laptop_before": {},
     "original": ORIGINAL,
@@ -47,19 +49,30 @@ SETTINGS = {
     # weight by at most e^0.45 ≈ 1.6x: the current layer's rate, as a multiple of 2e-3.
     "original_x10": {**ORIGINAL, "distillation.layer_wise.current_lr_multiplier": 10.0},
     "original_x30": {**ORIGINAL, "distillation.layer_wise.current_lr_multiplier": 30.0},
-    "original_x30_at10": {**ORIGINAL, "distillation.layer_wise.current_lr_multiplier": 30.0,
-                          "distillation.layer_wise.attention_weight": 10.0},
+    "original_x30_at10": {
+        **ORIGINAL,
+        "distillation.layer_wise.current_lr_multiplier": 30.0,
+        "distillation.layer_wise.attention_weight": 10.0,
+    },
     # The tf-models FMT terms leave the feature scale almost free (variance term ×5):
     # add the paper's plain eq. 1 MSE, which the targets measure.
-    "original_x30_paper": {**ORIGINAL, "distillation.layer_wise.current_lr_multiplier": 30.0,
-                           "distillation.layer_wise.fmt_paper_mse_weight": 100.0},
-    "original_x30_paper_at10": {**ORIGINAL, "distillation.layer_wise.current_lr_multiplier": 30.0,
-                                "distillation.layer_wise.fmt_paper_mse_weight": 100.0,
-                                "distillation.layer_wise.attention_weight": 10.0},
-    "original_x30_paper_at100": {**ORIGINAL,
-                                 "distillation.layer_wise.current_lr_multiplier": 30.0,
-                                 "distillation.layer_wise.fmt_paper_mse_weight": 100.0,
-                                 "distillation.layer_wise.attention_weight": 100.0},
+    "original_x30_paper": {
+        **ORIGINAL,
+        "distillation.layer_wise.current_lr_multiplier": 30.0,
+        "distillation.layer_wise.fmt_paper_mse_weight": 100.0,
+    },
+    "original_x30_paper_at10": {
+        **ORIGINAL,
+        "distillation.layer_wise.current_lr_multiplier": 30.0,
+        "distillation.layer_wise.fmt_paper_mse_weight": 100.0,
+        "distillation.layer_wise.attention_weight": 10.0,
+    },
+    "original_x30_paper_at100": {
+        **ORIGINAL,
+        "distillation.layer_wise.current_lr_multiplier": 30.0,
+        "distillation.layer_wise.fmt_paper_mse_weight": 100.0,
+        "distillation.layer_wise.attention_weight": 100.0,
+    },
 }
 
 
@@ -69,22 +82,31 @@ def run_setting(ctx, name: str, overrides: dict, out: Path) -> dict:
     if path.exists():
         return json.loads(path.read_text())
     base = ctx.settings["pkt"]
-    settings = {**base, "overrides": {**base["overrides"], "distillation.pretrain.steps": 0,
-                                      **overrides}}
+    settings = {
+        **base,
+        "overrides": {**base["overrides"], "distillation.pretrain.steps": 0, **overrides},
+    }
     experiment = load_distill_step_experiment(ctx, settings)
     model_dir = out / name
     start = time.perf_counter()
-    run_distillation(experiment, ctx.step_dir("teacher"), model_dir, show_progress=False,
-                     log=lambda line: None)
+    run_distillation(
+        experiment, ctx.step_dir("teacher"), model_dir, show_progress=False, log=lambda line: None
+    )
     seconds = time.perf_counter() - start
     teacher = load_pretrainer(ctx.step_dir("teacher"))
-    batch = next(iter(make_pretraining_dataset(ctx.result("data")["examples_dir"], 64,
-                                               split="eval")))
+    batch = next(
+        iter(make_pretraining_dataset(ctx.result("data")["examples_dir"], 64, split="eval"))
+    )
     summary = transfer_summary.summarize_run(model_dir, teacher, batch)
     layers = summary["layers"]
-    record = {"setting": name, "overrides": overrides, "seconds": round(seconds, 1),
-              "hardware": describe(cpu_info()), "layers": layers,
-              "targets": summary["targets"]}
+    record = {
+        "setting": name,
+        "overrides": overrides,
+        "seconds": round(seconds, 1),
+        "hardware": describe(cpu_info()),
+        "layers": layers,
+        "targets": summary["targets"],
+    }
     atomic.write_text(path, json.dumps(record, indent=2) + "\n")
     return record
 
@@ -92,8 +114,9 @@ def run_setting(ctx, name: str, overrides: dict, out: Path) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-dir", default=None)
-    parser.add_argument("--settings", default=",".join(SETTINGS),
-                        help=f"comma-separated, of {list(SETTINGS)}")
+    parser.add_argument(
+        "--settings", default=",".join(SETTINGS), help=f"comma-separated, of {list(SETTINGS)}"
+    )
     parser.add_argument("--out", default=str(REPO_ROOT / "runs" / "layer_wise_search"))
     args = parser.parse_args()
     names = [n for n in args.settings.split(",") if n]
@@ -112,7 +135,9 @@ def main() -> None:
         cells = "  ".join(
             f"L{x['layer']}: AT {x['at_before']:.3f}->{x['at_after']:.3f} "
             f"MSE {x['mse_before']:.3f}->{x['mse_after']:.3f} "
-            f"max-p {x['max_prob_after'] / x['max_prob_uniform']:.1f}x" for x in r["layers"])
+            f"max-p {x['max_prob_after'] / x['max_prob_uniform']:.1f}x"
+            for x in r["layers"]
+        )
         print(f"{name:20s} {r['seconds']:6.0f} s  {cells}  targets {r['targets']}", flush=True)
 
 

@@ -17,8 +17,9 @@ NOTEBOOKS = pathlib.Path(__file__).resolve().parent.parent / "notebooks"
 
 def run_minutes(path: pathlib.Path) -> float | None:
     """Minutes from the first cell's start to the last cell's end; None without timestamps."""
-    stamps = [c.get("metadata", {}).get("execution", {})
-              for c in json.loads(path.read_text())["cells"]]
+    stamps = [
+        c.get("metadata", {}).get("execution", {}) for c in json.loads(path.read_text())["cells"]
+    ]
     starts = [s["iopub.execute_input"] for s in stamps if "iopub.execute_input" in s]
     ends = [s["shell.execute_reply"] for s in stamps if "shell.execute_reply" in s]
     if not starts or not ends:

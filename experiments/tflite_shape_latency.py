@@ -49,13 +49,13 @@ def main() -> None:
             for shape in ("fixed", "dynamic"):
                 path = os.path.join(workdir, f"{precision}_{shape}.tflite")
                 print(f"export {precision} {shape} ...", flush=True)
-                tflite.export_tflite(encoder, path, precision, args.seq_length,
-                                     dynamic_shape=shape == "dynamic")
+                tflite.export_tflite(
+                    encoder, path, precision, args.seq_length, dynamic_shape=shape == "dynamic"
+                )
                 for threads in THREADS:
                     model = TFLiteModel(path, num_threads=threads)
-                    model(features)                    # resizes the dynamic one to [1, T]
-                    runners[f"{precision}/{shape}/{threads}"] = (
-                        lambda m=model: m.runner(**features))
+                    model(features)  # resizes the dynamic one to [1, T]
+                    runners[f"{precision}/{shape}/{threads}"] = lambda m=model: m.runner(**features)
                     ops[f"{precision}/{shape}"] = dict(sorted(model.op_counts().items()))
         print(f"timing {len(runners)} cases, {args.repeats} rounds ...", flush=True)
         timings = interleaved_timings(runners, repeats=args.repeats, warmup=args.warmup)
@@ -64,16 +64,30 @@ def main() -> None:
         for threads in THREADS:
             fixed = timings[f"{precision}/fixed/{threads}"].median_ms
             dynamic = timings[f"{precision}/dynamic/{threads}"].median_ms
-            rows.append({"precision": precision, "threads": threads,
-                         "fixed_median_ms": round(fixed, 2),
-                         "dynamic_median_ms": round(dynamic, 2),
-                         "dynamic_over_fixed": round(dynamic / fixed, 3)})
-            print(f"{precision:13s} {threads} thread(s): fixed {fixed:7.2f} ms, "
-                  f"dynamic {dynamic:7.2f} ms, ratio {dynamic / fixed:.3f}")
-    result = {"model": "mobilebert (random weights)", "seq_length": args.seq_length,
-              "batch_size": 1, "repeats": args.repeats, "rows": rows, "op_counts": ops,
-              "hardware": cpu_info(), "load_1min_end": round(os.getloadavg()[0], 2),
-              "command": "python experiments/tflite_shape_latency.py"}
+            rows.append(
+                {
+                    "precision": precision,
+                    "threads": threads,
+                    "fixed_median_ms": round(fixed, 2),
+                    "dynamic_median_ms": round(dynamic, 2),
+                    "dynamic_over_fixed": round(dynamic / fixed, 3),
+                }
+            )
+            print(
+                f"{precision:13s} {threads} thread(s): fixed {fixed:7.2f} ms, "
+                f"dynamic {dynamic:7.2f} ms, ratio {dynamic / fixed:.3f}"
+            )
+    result = {
+        "model": "mobilebert (random weights)",
+        "seq_length": args.seq_length,
+        "batch_size": 1,
+        "repeats": args.repeats,
+        "rows": rows,
+        "op_counts": ops,
+        "hardware": cpu_info(),
+        "load_1min_end": round(os.getloadavg()[0], 2),
+        "command": "python experiments/tflite_shape_latency.py",
+    }
     os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
     with open(args.out, "w", encoding="utf-8") as f:
         json.dump(result, f, indent=2)

@@ -23,7 +23,15 @@ from mbert_lib.models import (  # noqa: E402
 )
 
 __all__ = [
-    "PRESETS", "MobileBertConfig", "get_preset",
-    "BertEncoder", "Classifier", "MobileBertEncoder", "Pretrainer",
-    "build_classifier", "build_encoder", "build_pretrainer", "count_params",
+    "PRESETS",
+    "MobileBertConfig",
+    "get_preset",
+    "BertEncoder",
+    "Classifier",
+    "MobileBertEncoder",
+    "Pretrainer",
+    "build_classifier",
+    "build_encoder",
+    "build_pretrainer",
+    "count_params",
 ]

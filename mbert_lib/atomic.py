@@ -18,8 +18,9 @@ def atomic_path(path: str | os.PathLike):
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix="." + os.path.basename(path) + ".",
-                               suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(
+        dir=directory, prefix="." + os.path.basename(path) + ".", suffix=".tmp"
+    )
     os.close(fd)
     umask = os.umask(0)
     os.umask(umask)
@@ -57,8 +58,9 @@ def atomic_directory(path: str | os.PathLike, overwrite: bool = False):
     try:
         yield tmp
         if os.path.exists(path):
-            old = tempfile.mkdtemp(dir=parent, prefix="." + os.path.basename(path) + ".",
-                                   suffix=".old")
+            old = tempfile.mkdtemp(
+                dir=parent, prefix="." + os.path.basename(path) + ".", suffix=".old"
+            )
             os.replace(path, os.path.join(old, "previous"))
             os.replace(tmp, path)
             shutil.rmtree(old)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from typing import Callable, Mapping, Optional
+from collections.abc import Callable, Mapping
 
 import tensorflow as tf
 
@@ -42,38 +42,55 @@ def _shape(s) -> list[int]:
 class CheckpointMismatchError(ValueError):
     """A checkpoint's variables do not match the config; lists every problem."""
 
-    def __init__(self, source: str, missing: Mapping[str, tuple], unexpected: Mapping[str, tuple],
-                 misshaped: Mapping[str, tuple[tuple, tuple]], note: str = ""):
+    def __init__(
+        self,
+        source: str,
+        missing: Mapping[str, tuple],
+        unexpected: Mapping[str, tuple],
+        misshaped: Mapping[str, tuple[tuple, tuple]],
+        note: str = "",
+    ):
         self.source = source
         self.missing = dict(missing)
         self.unexpected = dict(unexpected)
         self.misshaped = dict(misshaped)
         n = len(self.missing) + len(self.unexpected) + len(self.misshaped)
-        lines = [f"{source}: {n} variable(s) do not match the config"
-                 + (f"; {note}" if note else "")]
+        lines = [
+            f"{source}: {n} variable(s) do not match the config" + (f"; {note}" if note else "")
+        ]
         if self.missing:
             lines.append(f"  missing ({len(self.missing)}):")
-            lines += [f"    {k}  expected shape {_shape(s)}" for k, s in sorted(self.missing.items())]
+            lines += [
+                f"    {k}  expected shape {_shape(s)}" for k, s in sorted(self.missing.items())
+            ]
         if self.unexpected:
             lines.append(f"  unexpected ({len(self.unexpected)}):")
             lines += [f"    {k}  shape {_shape(s)}" for k, s in sorted(self.unexpected.items())]
         if self.misshaped:
             lines.append(f"  wrong shape ({len(self.misshaped)}):")
-            lines += [f"    {k}  found {_shape(f)}, expected {_shape(e)}"
-                      for k, (f, e) in sorted(self.misshaped.items())]
+            lines += [
+                f"    {k}  found {_shape(f)}, expected {_shape(e)}"
+                for k, (f, e) in sorted(self.misshaped.items())
+            ]
         if self.misshaped and not (self.missing or self.unexpected):
             lines.append("  (only shapes differ: does the config describe this checkpoint?)")
-        elif any(k.replace("FakeLayerNorm", "LayerNorm") in self.unexpected
-                 or k.replace("/LayerNorm", "/FakeLayerNorm") in self.unexpected
-                 for k in self.missing):
+        elif any(
+            k.replace("FakeLayerNorm", "LayerNorm") in self.unexpected
+            or k.replace("/LayerNorm", "/FakeLayerNorm") in self.unexpected
+            for k in self.missing
+        ):
             lines.append("  (FakeLayerNorm vs LayerNorm names: check normalization_type)")
         super().__init__("\n".join(lines))
 
 
 # ---------------------------------------------------------------------- saving
-def write_model_files(model, directory: str | os.PathLike, *,
-                      save_tokenizer: Optional[Callable[[str], None]] = None,
-                      root: Optional[Mapping[str, object]] = None) -> str:
+def write_model_files(
+    model,
+    directory: str | os.PathLike,
+    *,
+    save_tokenizer: Callable[[str], None] | None = None,
+    root: Mapping[str, object] | None = None,
+) -> str:
     """Writes bert_config.json, the weights and the tokenizer into `directory`.
 
     For a directory that holds more (a training run's model_dir); each file
@@ -90,10 +107,15 @@ def write_model_files(model, directory: str | os.PathLike, *,
     return prefix
 
 
-def save_model_dir(model, directory: str | os.PathLike, *,
-                   save_tokenizer: Optional[Callable[[str], None]] = None,
-                   extra_files: Optional[Mapping[str, str]] = None,
-                   overwrite: bool = False, root: Optional[Mapping[str, object]] = None) -> str:
+def save_model_dir(
+    model,
+    directory: str | os.PathLike,
+    *,
+    save_tokenizer: Callable[[str], None] | None = None,
+    extra_files: Mapping[str, str] | None = None,
+    overwrite: bool = False,
+    root: Mapping[str, object] | None = None,
+) -> str:
     """Writes a whole model directory atomically: complete, or not there at all.
 
     An existing `directory` raises FileExistsError unless `overwrite`.
@@ -117,12 +139,15 @@ class DamagedCheckpointError(ValueError):
 
     def __init__(self, prefix: str, error: BaseException):
         detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        super().__init__(f"{prefix}: the checkpoint's files are damaged or incomplete "
-                         f"({detail[:200]}); copy or export it again")
+        super().__init__(
+            f"{prefix}: the checkpoint's files are damaged or incomplete "
+            f"({detail[:200]}); copy or export it again"
+        )
 
 
-def read_checkpoint(checkpoint: tf.train.Checkpoint, prefix: str, *, partial: bool = False,
-                    restore: bool = False) -> None:
+def read_checkpoint(
+    checkpoint: tf.train.Checkpoint, prefix: str, *, partial: bool = False, restore: bool = False
+) -> None:
     """Reads checkpoint `prefix` into `checkpoint`'s objects: every checkpoint read goes here.
 
     Every object of `checkpoint` that holds variables must be in the file: a
@@ -137,8 +162,10 @@ def read_checkpoint(checkpoint: tf.train.Checkpoint, prefix: str, *, partial: bo
         status = (checkpoint.restore if restore else checkpoint.read)(prefix)
         status.assert_existing_objects_matched()
     except AssertionError as e:
-        raise ValueError(f"{prefix} does not match the model or optimizer it is read into "
-                         f"(a checkpoint of another architecture?): {e}") from None
+        raise ValueError(
+            f"{prefix} does not match the model or optimizer it is read into "
+            f"(a checkpoint of another architecture?): {e}"
+        ) from None
     except DAMAGED as e:
         raise DamagedCheckpointError(prefix, e) from None
     if partial:
@@ -154,20 +181,23 @@ def resolve_checkpoint(path: str | os.PathLike) -> str:
         latest = tf.train.latest_checkpoint(path)
         if latest is not None:
             return latest
-        found = sorted(f[:-len(".index")] for f in os.listdir(path) if f.endswith(".index"))
+        found = sorted(f[: -len(".index")] for f in os.listdir(path) if f.endswith(".index"))
         if len(found) != 1:
             raise FileNotFoundError(
                 f"{path}: expected {WEIGHTS_PREFIX}.index, a 'checkpoint' state file or exactly "
-                f"one *.index file; found {len(found)} checkpoint(s)")
+                f"one *.index file; found {len(found)} checkpoint(s)"
+            )
         return os.path.join(path, found[0])
     if not os.path.exists(path + ".index"):
-        raise FileNotFoundError(f"{path}: neither a directory nor a checkpoint prefix "
-                                f"({path}.index does not exist)")
+        raise FileNotFoundError(
+            f"{path}: neither a directory nor a checkpoint prefix ({path}.index does not exist)"
+        )
     return path
 
 
-def load_config(path: str | os.PathLike,
-                config: Optional[MobileBertConfig] = None) -> MobileBertConfig:
+def load_config(
+    path: str | os.PathLike, config: MobileBertConfig | None = None
+) -> MobileBertConfig:
     """The config beside checkpoint `path`, checked against `config` when both exist."""
     path = os.fspath(path)
     directory = path if os.path.isdir(path) else os.path.dirname(path)
@@ -178,8 +208,10 @@ def load_config(path: str | os.PathLike,
     if config is not None and stored is not None and config != stored:
         theirs = stored.to_dict()
         diff = sorted((k, v, theirs[k]) for k, v in config.to_dict().items() if theirs[k] != v)
-        raise ValueError(f"the given config differs from {config_file}: "
-                         + ", ".join(f"{k}={a!r} vs {b!r}" for k, a, b in diff))
+        raise ValueError(
+            f"the given config differs from {config_file}: "
+            + ", ".join(f"{k}={a!r} vs {b!r}" for k, a, b in diff)
+        )
     return config if config is not None else stored
 
 
@@ -189,14 +221,17 @@ def checkpoint_shapes(prefix: str) -> dict[str, tuple[int, ...]]:
         shapes = tf.compat.v1.train.NewCheckpointReader(prefix).get_variable_to_shape_map()
     except DAMAGED as e:
         raise DamagedCheckpointError(prefix, e) from None
-    return {key[:-len(_SUFFIX)]: tuple(shape) for key, shape in shapes.items()
-            if key.endswith(_SUFFIX) and ".OPTIMIZER_SLOT" not in key}
+    return {
+        key[: -len(_SUFFIX)]: tuple(shape)
+        for key, shape in shapes.items()
+        if key.endswith(_SUFFIX) and ".OPTIMIZER_SLOT" not in key
+    }
 
 
-def checkpoint_kind(shapes: Mapping[str, tuple]) -> tuple[Optional[str], str]:
+def checkpoint_kind(shapes: Mapping[str, tuple]) -> tuple[str | None, str]:
     """(kind, root) of a checkpoint: kind in KINDS (None if no model), root "model/" or ""."""
     root = "model/" if any(k.startswith("model/") for k in shapes) else ""
-    keys = [k[len(root):] for k in shapes if k.startswith(root)]
+    keys = [k[len(root) :] for k in shapes if k.startswith(root)]
     if any(k.startswith("head/") for k in keys):
         return "classifier", root
     if any(k.startswith(("masked_lm/", "next_sentence/")) for k in keys):
@@ -206,13 +241,16 @@ def checkpoint_kind(shapes: Mapping[str, tuple]) -> tuple[Optional[str], str]:
     return None, root
 
 
-def stored_kind(path: str | os.PathLike) -> Optional[str]:
+def stored_kind(path: str | os.PathLike) -> str | None:
     """The kind (KINDS) of the model a directory or checkpoint holds, None if no model."""
     return checkpoint_kind(checkpoint_shapes(resolve_checkpoint(path)))[0]
 
 
-EXPECTED = {"encoder": "an encoder", "pretrainer": "a pretrainer (encoder + MLM and NSP heads)",
-            "classifier": "a fine-tuned classifier"}
+EXPECTED = {
+    "encoder": "an encoder",
+    "pretrainer": "a pretrainer (encoder + MLM and NSP heads)",
+    "classifier": "a fine-tuned classifier",
+}
 
 
 def expect_kind(path: str | os.PathLike, kinds: tuple[str, ...], command: str) -> str:
@@ -220,8 +258,10 @@ def expect_kind(path: str | os.PathLike, kinds: tuple[str, ...], command: str) -
     kind = stored_kind(path)
     if kind not in kinds:
         held = f"an {kind}" if kind else "no model"
-        raise ValueError(f"{os.fspath(path)} holds {held}; {command} expects "
-                         + " or ".join(EXPECTED[k] for k in kinds))
+        raise ValueError(
+            f"{os.fspath(path)} holds {held}; {command} expects "
+            + " or ".join(EXPECTED[k] for k in kinds)
+        )
     return kind
 
 
@@ -246,8 +286,9 @@ def _restore_root(net, kind: str, stored_kind: str, root: str):
     return tf.train.Checkpoint(encoder=net), "encoder/"
 
 
-def load_model(path: str | os.PathLike, kind: str = "pretrainer",
-               config: Optional[MobileBertConfig] = None):
+def load_model(
+    path: str | os.PathLike, kind: str = "pretrainer", config: MobileBertConfig | None = None
+):
     """Builds the model of `kind` the config describes and restores it from `path`.
 
     kind: "encoder" (from any checkpoint holding an encoder), "pretrainer",
@@ -262,11 +303,15 @@ def load_model(path: str | os.PathLike, kind: str = "pretrainer",
     stored_kind, root = checkpoint_kind(found)
     if stored_kind is None:
         raise CheckpointMismatchError(
-            prefix, {}, {}, {}, "it holds no mbert_lib model (write models as "
-            f"tf.train.Checkpoint(model=model)); first variables: {sorted(found)[:3]}")
+            prefix,
+            {},
+            {},
+            {},
+            "it holds no mbert_lib model (write models as "
+            f"tf.train.Checkpoint(model=model)); first variables: {sorted(found)[:3]}",
+        )
     if kind != "encoder" and stored_kind != kind:
-        raise CheckpointMismatchError(prefix, {}, {}, {},
-                                      f"it holds a {stored_kind}, not a {kind}")
+        raise CheckpointMismatchError(prefix, {}, {}, {}, f"it holds a {stored_kind}, not a {kind}")
     if kind == "classifier":
         net = build_classifier(config, num_classes=found[root + "head/dense/kernel"][1])
     else:
@@ -276,25 +321,33 @@ def load_model(path: str | os.PathLike, kind: str = "pretrainer",
     present = {k: v for k, v in found.items() if k.startswith(scope)}
     missing = {k: v for k, v in expected.items() if k not in present}
     unexpected = {k: v for k, v in present.items() if k not in expected}
-    misshaped = {k: (present[k], v) for k, v in expected.items()
-                 if k in present and tuple(present[k]) != tuple(v)}
+    misshaped = {
+        k: (present[k], v)
+        for k, v in expected.items()
+        if k in present and tuple(present[k]) != tuple(v)
+    }
     if missing or unexpected or misshaped:
-        raise CheckpointMismatchError(prefix, missing, unexpected, misshaped,
-                                      "is this a checkpoint of this config (bert_config.json)?")
+        raise CheckpointMismatchError(
+            prefix,
+            missing,
+            unexpected,
+            misshaped,
+            "is this a checkpoint of this config (bert_config.json)?",
+        )
     read_checkpoint(checkpoint, prefix, partial=True)
     return net
 
 
-def load_encoder(path, config: Optional[MobileBertConfig] = None):
+def load_encoder(path, config: MobileBertConfig | None = None):
     """The MobileBertEncoder of any model directory or checkpoint."""
     return load_model(path, "encoder", config)
 
 
-def load_pretrainer(path, config: Optional[MobileBertConfig] = None):
+def load_pretrainer(path, config: MobileBertConfig | None = None):
     """The Pretrainer (encoder + MLM + NSP heads) of a model directory or checkpoint."""
     return load_model(path, "pretrainer", config)
 
 
-def load_classifier(path, config: Optional[MobileBertConfig] = None):
+def load_classifier(path, config: MobileBertConfig | None = None):
     """The Classifier (encoder + classification head) of a model directory or checkpoint."""
     return load_model(path, "classifier", config)

@@ -17,7 +17,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from typing import Any, Mapping, Optional
+from collections.abc import Mapping
+from typing import Any
 
 from mbert_lib import atomic
 
@@ -44,10 +45,10 @@ class MobileBertConfig:
     max_position_embeddings: int = 512
     type_vocab_size: int = 16
     initializer_range: float = 0.02
-    embedding_size: Optional[int] = None
+    embedding_size: int | None = None
     trigram_input: bool = False
     use_bottleneck: bool = False
-    intra_bottleneck_size: Optional[int] = None
+    intra_bottleneck_size: int | None = None
     use_bottleneck_attention: bool = False
     key_query_shared_bottleneck: bool = False
     num_feedforward_networks: int = 1
@@ -75,7 +76,7 @@ class MobileBertConfig:
 
     # -------------------------------------------------------------------- I/O
     @classmethod
-    def from_dict(cls, values: Mapping[str, Any]) -> "MobileBertConfig":
+    def from_dict(cls, values: Mapping[str, Any]) -> MobileBertConfig:
         """Builds a config from `bert_config.json` names; unknown keys raise."""
         if not isinstance(values, Mapping):
             raise ValueError(f"config must be a JSON object, got {type(values).__name__}")
@@ -88,7 +89,7 @@ class MobileBertConfig:
         return cls(**dict(values))
 
     @classmethod
-    def from_json_file(cls, path: str | os.PathLike) -> "MobileBertConfig":
+    def from_json_file(cls, path: str | os.PathLike) -> MobileBertConfig:
         """Reads a `bert_config.json` (the released format)."""
         try:
             with open(path, encoding="utf-8") as f:
@@ -110,20 +111,30 @@ class MobileBertConfig:
         """Writes `bert_config.json` atomically (temp file, then rename)."""
         atomic.write_text(path, self.to_json_string())
 
-    def replace(self, **changes: Any) -> "MobileBertConfig":
+    def replace(self, **changes: Any) -> MobileBertConfig:
         """A copy with some fields changed (validated again)."""
         return dataclasses.replace(self, **changes)
 
 
 # ------------------------------------------------------------------ validation
 _INT_FIELDS = (
-    "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
-    "intermediate_size", "max_position_embeddings", "type_vocab_size",
-    "embedding_size", "intra_bottleneck_size", "num_feedforward_networks",
+    "vocab_size",
+    "hidden_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "intermediate_size",
+    "max_position_embeddings",
+    "type_vocab_size",
+    "embedding_size",
+    "intra_bottleneck_size",
+    "num_feedforward_networks",
 )
 _BOOL_FIELDS = (
-    "trigram_input", "use_bottleneck", "use_bottleneck_attention",
-    "key_query_shared_bottleneck", "classifier_activation",
+    "trigram_input",
+    "use_bottleneck",
+    "use_bottleneck_attention",
+    "key_query_shared_bottleneck",
+    "classifier_activation",
 )
 _FLOAT_FIELDS = ("hidden_dropout_prob", "attention_probs_dropout_prob", "initializer_range")
 
@@ -161,8 +172,7 @@ def _check_values(c: MobileBertConfig) -> None:
         raise ValueError(f"hidden_act must be one of {ACTIVATIONS}, got {c.hidden_act!r}")
     if c.normalization_type not in NORMALIZATION_TYPES:
         raise ValueError(
-            f"normalization_type must be one of {NORMALIZATION_TYPES}, "
-            f"got {c.normalization_type!r}"
+            f"normalization_type must be one of {NORMALIZATION_TYPES}, got {c.normalization_type!r}"
         )
     if c.embedding_size > c.hidden_size:
         raise ValueError(
@@ -198,20 +208,45 @@ def _check_values(c: MobileBertConfig) -> None:
 
 # --------------------------------------------------------------------- presets
 _MOBILEBERT = MobileBertConfig(
-    vocab_size=30522, hidden_size=512, num_hidden_layers=24, num_attention_heads=4,
-    intermediate_size=512, hidden_act="relu", hidden_dropout_prob=0.0,
-    attention_probs_dropout_prob=0.1, max_position_embeddings=512, type_vocab_size=2,
-    initializer_range=0.02, embedding_size=128, trigram_input=True, use_bottleneck=True,
-    intra_bottleneck_size=128, key_query_shared_bottleneck=True,
-    num_feedforward_networks=4, normalization_type="no_norm", classifier_activation=False,
+    vocab_size=30522,
+    hidden_size=512,
+    num_hidden_layers=24,
+    num_attention_heads=4,
+    intermediate_size=512,
+    hidden_act="relu",
+    hidden_dropout_prob=0.0,
+    attention_probs_dropout_prob=0.1,
+    max_position_embeddings=512,
+    type_vocab_size=2,
+    initializer_range=0.02,
+    embedding_size=128,
+    trigram_input=True,
+    use_bottleneck=True,
+    intra_bottleneck_size=128,
+    key_query_shared_bottleneck=True,
+    num_feedforward_networks=4,
+    normalization_type="no_norm",
+    classifier_activation=False,
 )
 
 _TINY_TEACHER = MobileBertConfig(
-    vocab_size=8192, hidden_size=128, num_hidden_layers=4, num_attention_heads=4,
-    intermediate_size=512, hidden_act="gelu", hidden_dropout_prob=0.1,
-    attention_probs_dropout_prob=0.1, max_position_embeddings=512, type_vocab_size=2,
-    embedding_size=32, trigram_input=True, use_bottleneck=True, intra_bottleneck_size=256,
-    num_feedforward_networks=1, normalization_type="layer_norm", classifier_activation=True,
+    vocab_size=8192,
+    hidden_size=128,
+    num_hidden_layers=4,
+    num_attention_heads=4,
+    intermediate_size=512,
+    hidden_act="gelu",
+    hidden_dropout_prob=0.1,
+    attention_probs_dropout_prob=0.1,
+    max_position_embeddings=512,
+    type_vocab_size=2,
+    embedding_size=32,
+    trigram_input=True,
+    use_bottleneck=True,
+    intra_bottleneck_size=256,
+    num_feedforward_networks=1,
+    normalization_type="layer_norm",
+    classifier_activation=True,
 )
 
 PRESETS: dict[str, MobileBertConfig] = {
@@ -219,30 +254,43 @@ PRESETS: dict[str, MobileBertConfig] = {
     "mobilebert": _MOBILEBERT,
     # uncased_L-24_H-128_B-512_A-4_F-2_tiny_OPT: attention on the bottleneck, 2 FFNs.
     "mobilebert_tiny": _MOBILEBERT.replace(
-        key_query_shared_bottleneck=False, use_bottleneck_attention=True,
+        key_query_shared_bottleneck=False,
+        use_bottleneck_attention=True,
         num_feedforward_networks=2,
     ),
     # IB-BERT_LARGE, the teacher (uncased_L-24_H-1024_B-512_A-4).
     "ibbert_large": _MOBILEBERT.replace(
-        hidden_act="gelu", hidden_dropout_prob=0.1, intermediate_size=4096,
-        intra_bottleneck_size=1024, key_query_shared_bottleneck=False,
-        num_feedforward_networks=1, normalization_type="layer_norm",
+        hidden_act="gelu",
+        hidden_dropout_prob=0.1,
+        intermediate_size=4096,
+        intra_bottleneck_size=1024,
+        key_query_shared_bottleneck=False,
+        num_feedforward_networks=1,
+        normalization_type="layer_norm",
         classifier_activation=True,
     ),
     # MobileBERT w/o OPT: LayerNorm + gelu (paper Table 7, first row).
     "mobilebert_no_opt": _MOBILEBERT.replace(hidden_act="gelu", normalization_type="layer_norm"),
     "bert_base": MobileBertConfig(
-        vocab_size=30522, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
-        intermediate_size=3072, type_vocab_size=2,
+        vocab_size=30522,
+        hidden_size=768,
+        num_hidden_layers=12,
+        num_attention_heads=12,
+        intermediate_size=3072,
+        type_vocab_size=2,
     ),
     # Laptop scale: a teacher/student pair with equal inter-block width H = 128, the
     # shapes `bench distill` times against tf-models (experiments/tf_models_anchor/),
     # which widens the embedding to E = 64 (the distillation benchmark's problem).
     "tiny_teacher": _TINY_TEACHER,
     "tiny_student": _TINY_TEACHER.replace(
-        intermediate_size=128, hidden_act="relu", hidden_dropout_prob=0.0,
-        intra_bottleneck_size=32, key_query_shared_bottleneck=True,
-        num_feedforward_networks=4, normalization_type="no_norm",
+        intermediate_size=128,
+        hidden_act="relu",
+        hidden_dropout_prob=0.0,
+        intra_bottleneck_size=32,
+        key_query_shared_bottleneck=True,
+        num_feedforward_networks=4,
+        normalization_type="no_norm",
         classifier_activation=False,
     ),
     # The BERT-architecture baseline at the student's size: a plain post-LN BERT
@@ -250,8 +298,12 @@ PRESETS: dict[str, MobileBertConfig] = {
     # student's depth, heads and vocabulary, width 48: 558,256 encoder parameters
     # against tiny_student's 556,160 (70% of them in its 8192 x 48 token table).
     "tiny_bert": MobileBertConfig(
-        vocab_size=8192, hidden_size=48, num_hidden_layers=4, num_attention_heads=4,
-        intermediate_size=256, type_vocab_size=2,
+        vocab_size=8192,
+        hidden_size=48,
+        num_hidden_layers=4,
+        num_attention_heads=4,
+        intermediate_size=256,
+        type_vocab_size=2,
     ),
 }
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 import dataclasses
 import os
 import typing
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import yaml
 
@@ -53,8 +54,9 @@ def _coerce(value: Any, annotation: Any, key: str) -> Any:
                 value = float(value)
             except ValueError:
                 pass
-        check(isinstance(value, (int, float)) and not isinstance(value, bool), key,
-              "a number", value)
+        check(
+            isinstance(value, (int, float)) and not isinstance(value, bool), key, "a number", value
+        )
         value = float(value)
     elif annotation is str:
         check(isinstance(value, str), key, "a string", value)
@@ -84,13 +86,13 @@ def from_dict(cls, values: Any, prefix: str = ""):
         if key not in names:
             dotted = f"{prefix}.{key}" if prefix else str(key)
             raise ValueError(f"unknown key '{dotted}'; known keys under {where}: {names}")
-    kwargs = {k: _coerce(v, hints[k], f"{prefix}.{k}" if prefix else k)
-              for k, v in values.items()}
+    kwargs = {k: _coerce(v, hints[k], f"{prefix}.{k}" if prefix else k) for k, v in values.items()}
     return cls(**kwargs)
 
 
 def to_dict(config) -> dict[str, Any]:
     """Nested plain dicts / lists (tuples become lists), ready for yaml."""
+
     def plain(value):
         if dataclasses.is_dataclass(value):
             return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
@@ -99,6 +101,7 @@ def to_dict(config) -> dict[str, Any]:
         if isinstance(value, (list, tuple)):
             return [plain(v) for v in value]
         return value
+
     return plain(config)
 
 
@@ -113,7 +116,7 @@ def save_yaml(config, path: str | os.PathLike) -> None:
 
 # ------------------------------------------------------------------- overrides
 def parse_overrides(text: str) -> list[tuple[str, Any]]:
-    """"a.b=1,c=[x, y]" -> [("a.b", 1), ("c", ["x", "y"])], values parsed as yaml.
+    """ "a.b=1,c=[x, y]" -> [("a.b", 1), ("c", ["x", "y"])], values parsed as yaml.
 
     Commas inside [...], {...} or quotes do not split.
     """
@@ -143,8 +146,9 @@ def parse_overrides(text: str) -> list[tuple[str, Any]]:
         try:
             value = yaml.safe_load(raw.strip()) if raw.strip() else None
         except yaml.YAMLError as e:
-            raise ValueError(f"params_override: cannot parse the value of {key.strip()!r}: "
-                             f"{raw.strip()!r} ({e})") from None
+            raise ValueError(
+                f"params_override: cannot parse the value of {key.strip()!r}: {raw.strip()!r} ({e})"
+            ) from None
         pairs.append((key.strip(), value))
     return pairs
 
@@ -156,27 +160,32 @@ def apply_overrides(config, overrides: str | list[tuple[str, Any]]):
     for dotted, value in pairs:
         parts, node, cls = dotted.split("."), values, type(config)
         for i, part in enumerate(parts):
-            here = ".".join(parts[:i + 1])
+            here = ".".join(parts[: i + 1])
             if cls is not None:  # inside a dataclass section: the key must exist
                 fields = {f.name: f for f in dataclasses.fields(cls)}
                 if part not in fields:
                     where = ".".join(parts[:i]) or "the top level"
-                    raise ValueError(f"unknown key '{dotted}' in params_override: no "
-                                     f"'{part}' under {where}; known keys: {list(fields)}")
+                    raise ValueError(
+                        f"unknown key '{dotted}' in params_override: no "
+                        f"'{part}' under {where}; known keys: {list(fields)}"
+                    )
                 annotation = typing.get_type_hints(cls)[part]
                 cls = annotation if dataclasses.is_dataclass(annotation) else None
             if i == len(parts) - 1:
                 node[part] = value
             else:
                 if not isinstance(node.get(part), dict):
-                    raise ValueError(f"params_override: '{here}' is a value, not a section, "
-                                     f"so '{dotted}' does not exist")
+                    raise ValueError(
+                        f"params_override: '{here}' is a value, not a section, "
+                        f"so '{dotted}' does not exist"
+                    )
                 node = node[part]
     return from_dict(type(config), values)
 
 
 def changed_keys(old, new) -> list[str]:
     """Dotted keys whose values differ between two configs (or their dict forms)."""
+
     def flat(value, prefix=""):
         if dataclasses.is_dataclass(value):
             value = to_dict(value)
@@ -186,5 +195,6 @@ def changed_keys(old, new) -> list[str]:
                 out.update(flat(v, f"{prefix}.{k}" if prefix else str(k)))
             return out
         return {prefix: value}
+
     a, b = flat(old), flat(new)
     return sorted(k for k in set(a) | set(b) if a.get(k, "<unset>") != b.get(k, "<unset>"))

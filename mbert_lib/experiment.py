@@ -22,7 +22,8 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-from typing import Any, Mapping, Optional
+from collections.abc import Mapping
+from typing import Any
 
 import yaml
 
@@ -44,7 +45,7 @@ OPTIMIZERS = ("lamb", "adamw")
 # The names the schema accepts; the trainers (mbert_lib.train.strategy, mbert_lib.optim)
 # read them from here, so validating a yaml file needs no trainer.
 STRATEGIES = ("default", "one_device", "mirrored", "multi_worker_mirrored", "tpu")
-POLICIES = {"float32": "float32", "bfloat16": "mixed_bfloat16"}   # name -> Keras policy
+POLICIES = {"float32": "float32", "bfloat16": "mixed_bfloat16"}  # name -> Keras policy
 PRECISIONS = tuple(POLICIES)
 # BERT's: no weight decay on LayerNorm / NoNorm scales and shifts, nor on biases.
 DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY = (r"/gamma$", r"/beta$", r"bias$")
@@ -59,25 +60,32 @@ def _choice(value: str, choices: tuple[str, ...], key: str) -> None:
 class ModelSection:
     """A preset or a bert_config.json file, then `overrides` of its fields."""
 
-    preset: Optional[str] = "tiny_teacher"
-    bert_config_file: Optional[str] = None
+    preset: str | None = "tiny_teacher"
+    bert_config_file: str | None = None
     overrides: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self):
         if (self.preset is None) == (self.bert_config_file is None):
-            raise ValueError("model: set exactly one of model.preset and model.bert_config_file "
-                             "(model.preset: null to use a file), got preset="
-                             f"{self.preset!r}, bert_config_file={self.bert_config_file!r}")
+            raise ValueError(
+                "model: set exactly one of model.preset and model.bert_config_file "
+                "(model.preset: null to use a file), got preset="
+                f"{self.preset!r}, bert_config_file={self.bert_config_file!r}"
+            )
         known = {f.name for f in dataclasses.fields(MobileBertConfig)}
         for key in self.overrides:
             if key not in known:
-                raise ValueError(f"unknown key 'model.overrides.{key}'; a model override must "
-                                 f"be a MobileBertConfig field: {sorted(known)}")
+                raise ValueError(
+                    f"unknown key 'model.overrides.{key}'; a model override must "
+                    f"be a MobileBertConfig field: {sorted(known)}"
+                )
 
     def build_config(self) -> MobileBertConfig:
         """The MobileBertConfig this section describes (validated)."""
-        base = (get_preset(self.preset) if self.preset is not None
-                else MobileBertConfig.from_json_file(self.bert_config_file))
+        base = (
+            get_preset(self.preset)
+            if self.preset is not None
+            else MobileBertConfig.from_json_file(self.bert_config_file)
+        )
         try:
             return base.replace(**self.overrides)
         except (ValueError, TypeError) as e:
@@ -89,25 +97,34 @@ class DataSection:
     """Where pre-training text comes from and how examples are made."""
 
     source: str = "builtin"
-    data_dir: Optional[str] = None
-    vocab_file: Optional[str] = None
+    data_dir: str | None = None
+    vocab_file: str | None = None
     vocab_size: int = 8192
     lower_case: bool = True
     seq_length: int = 128
     max_predictions_per_seq: int = 20
     masked_lm_prob: float = 0.15
     dupe_factor: int = 10
-    cache_dir: Optional[str] = None
+    cache_dir: str | None = None
     seed: int = 12345
 
     def __post_init__(self):
         _choice(self.source, DATA_SOURCES, "data.source")
-        check_positive(self, "vocab_size", "seq_length", "max_predictions_per_seq", "dupe_factor",
-                  prefix="data")
-        check(0 < self.masked_lm_prob < 1, "data.masked_lm_prob", "in (0, 1)",
-              self.masked_lm_prob)
-        check(self.max_predictions_per_seq <= self.seq_length, "data.max_predictions_per_seq",
-              f"<= data.seq_length ({self.seq_length})", self.max_predictions_per_seq)
+        check_positive(
+            self,
+            "vocab_size",
+            "seq_length",
+            "max_predictions_per_seq",
+            "dupe_factor",
+            prefix="data",
+        )
+        check(0 < self.masked_lm_prob < 1, "data.masked_lm_prob", "in (0, 1)", self.masked_lm_prob)
+        check(
+            self.max_predictions_per_seq <= self.seq_length,
+            "data.max_predictions_per_seq",
+            f"<= data.seq_length ({self.seq_length})",
+            self.max_predictions_per_seq,
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -119,7 +136,7 @@ class OptimizerSection:
     beta_1: float = 0.9
     beta_2: float = 0.999
     epsilon: float = 1e-6
-    global_clipnorm: Optional[float] = 1.0
+    global_clipnorm: float | None = 1.0
     bias_correction: bool = True
     exclude_from_weight_decay: tuple[str, ...] = DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY
 
@@ -127,14 +144,20 @@ class OptimizerSection:
         _choice(self.type, OPTIMIZERS, "trainer.optimizer.type")
         check_positive(self, "global_clipnorm", prefix="trainer.optimizer")
         for name in ("beta_1", "beta_2"):
-            check(0 <= getattr(self, name) < 1, f"trainer.optimizer.{name}", "in [0, 1)",
-                  getattr(self, name))
+            check(
+                0 <= getattr(self, name) < 1,
+                f"trainer.optimizer.{name}",
+                "in [0, 1)",
+                getattr(self, name),
+            )
         for pattern in self.exclude_from_weight_decay:
             try:
                 re.compile(pattern)
             except re.error as e:
-                raise ValueError(f"trainer.optimizer.exclude_from_weight_decay: {pattern!r} "
-                                 f"is not a regular expression ({e})") from None
+                raise ValueError(
+                    f"trainer.optimizer.exclude_from_weight_decay: {pattern!r} "
+                    f"is not a regular expression ({e})"
+                ) from None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -145,14 +168,19 @@ class LearningRateSection:
     end: float = 0.0
     warmup_steps: int = 0
     power: float = 1.0
-    decay_steps: Optional[int] = None  # None: trainer.train_steps
+    decay_steps: int | None = None  # None: trainer.train_steps
 
     def __post_init__(self):
         check_positive(self, "peak", "power", "decay_steps", prefix="trainer.learning_rate")
-        check(0 <= self.end <= self.peak, "trainer.learning_rate.end",
-              f"in [0, peak = {self.peak}]", self.end)
-        check(self.warmup_steps >= 0, "trainer.learning_rate.warmup_steps", ">= 0",
-              self.warmup_steps)
+        check(
+            0 <= self.end <= self.peak,
+            "trainer.learning_rate.end",
+            f"in [0, peak = {self.peak}]",
+            self.end,
+        )
+        check(
+            self.warmup_steps >= 0, "trainer.learning_rate.warmup_steps", ">= 0", self.warmup_steps
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -162,7 +190,7 @@ class TrainerSection:
     train_steps: int = 1000
     batch_size: int = 32
     eval_batch_size: int = 32
-    eval_steps: Optional[int] = None  # None: the whole held-out set
+    eval_steps: int | None = None  # None: the whole held-out set
     checkpoint_interval: int = 500
     max_checkpoints_to_keep: int = 3
     eval_interval: int = 1000
@@ -173,13 +201,26 @@ class TrainerSection:
     learning_rate: LearningRateSection = dataclasses.field(default_factory=LearningRateSection)
 
     def __post_init__(self):
-        check_positive(self, "train_steps", "batch_size", "eval_batch_size", "eval_steps",
-                  "checkpoint_interval", "max_checkpoints_to_keep", "eval_interval",
-                  "log_interval", prefix="trainer")
+        check_positive(
+            self,
+            "train_steps",
+            "batch_size",
+            "eval_batch_size",
+            "eval_steps",
+            "checkpoint_interval",
+            "max_checkpoints_to_keep",
+            "eval_interval",
+            "log_interval",
+            prefix="trainer",
+        )
         warmup = self.learning_rate.warmup_steps
         decay = self.learning_rate.decay_steps or self.train_steps
-        check(warmup <= decay, "trainer.learning_rate.warmup_steps",
-              f"<= the decay steps ({decay})", warmup)
+        check(
+            warmup <= decay,
+            "trainer.learning_rate.warmup_steps",
+            f"<= the decay steps ({decay})",
+            warmup,
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -187,8 +228,8 @@ class RuntimeSection:
     """Where the computation runs: tf.distribute strategy and precision."""
 
     distribution_strategy: str = "default"
-    devices: Optional[tuple[str, ...]] = None  # mirrored / one_device; None: all GPUs or CPU
-    tpu_address: Optional[str] = None
+    devices: tuple[str, ...] | None = None  # mirrored / one_device; None: all GPUs or CPU
+    tpu_address: str | None = None
     mixed_precision: str = "float32"
 
     def __post_init__(self):
@@ -209,16 +250,22 @@ class PretrainExperiment:
     def __post_init__(self):
         model = self.model.build_config()
         if self.data.vocab_size != model.vocab_size:
-            raise ValueError(f"data.vocab_size ({self.data.vocab_size}) differs from the "
-                             f"model's vocab_size ({model.vocab_size}); set data.vocab_size "
-                             "or model.overrides.vocab_size so that they agree")
-        check(self.data.seq_length <= model.max_position_embeddings, "data.seq_length",
-              f"<= the model's max_position_embeddings ({model.max_position_embeddings})",
-              self.data.seq_length)
+            raise ValueError(
+                f"data.vocab_size ({self.data.vocab_size}) differs from the "
+                f"model's vocab_size ({model.vocab_size}); set data.vocab_size "
+                "or model.overrides.vocab_size so that they agree"
+            )
+        check(
+            self.data.seq_length <= model.max_position_embeddings,
+            "data.seq_length",
+            f"<= the model's max_position_embeddings ({model.max_position_embeddings})",
+            self.data.seq_length,
+        )
 
 
-def load_experiment(path: str | os.PathLike, params_override: str | None = None,
-                    cls=PretrainExperiment):
+def load_experiment(
+    path: str | os.PathLike, params_override: str | None = None, cls=PretrainExperiment
+):
     """Reads an experiment yaml, applies `params_override`, validates; errors name the file."""
     path = os.fspath(path)
     if not os.path.isfile(path):

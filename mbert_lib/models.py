@@ -32,9 +32,11 @@ INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 def dummy_inputs(batch_size: int = 1, seq_length: int = 8) -> dict[str, tf.Tensor]:
     """All-ones word ids, full mask, zero type ids: enough to build a model."""
     shape = [batch_size, seq_length]
-    return {"input_word_ids": tf.ones(shape, tf.int32),
-            "input_mask": tf.ones(shape, tf.int32),
-            "input_type_ids": tf.zeros(shape, tf.int32)}
+    return {
+        "input_word_ids": tf.ones(shape, tf.int32),
+        "input_mask": tf.ones(shape, tf.int32),
+        "input_type_ids": tf.zeros(shape, tf.int32),
+    }
 
 
 def _unpack_inputs(inputs):
@@ -42,8 +44,7 @@ def _unpack_inputs(inputs):
     if isinstance(inputs, dict):
         unknown = set(inputs) - set(INPUT_NAMES) - {"masked_lm_positions"}
         if unknown:
-            raise ValueError(f"unexpected input(s) {sorted(unknown)}; "
-                             f"expected {list(INPUT_NAMES)}")
+            raise ValueError(f"unexpected input(s) {sorted(unknown)}; expected {list(INPUT_NAMES)}")
         if "input_word_ids" not in inputs:
             raise ValueError(f"inputs must contain 'input_word_ids'; got {sorted(inputs)}")
         word_ids = inputs["input_word_ids"]
@@ -78,13 +79,14 @@ def _run_blocks(x, blocks, mask, pooler, training, output_positions=None) -> dic
     embedding_output, layer_outputs, attention_probs = x, [], []
     for i, block in enumerate(blocks):
         if output_positions is not None and i == len(blocks) - 1:
-            cls_first = tf.concat([tf.zeros_like(output_positions[:, :1]), output_positions],
-                                  axis=1)                             # [B, 1 + P]
+            cls_first = tf.concat(
+                [tf.zeros_like(output_positions[:, :1]), output_positions], axis=1
+            )  # [B, 1 + P]
             x, probs = block(x, mask, training=training, query_positions=cls_first)
-            cls, x, probs = x[:, 0], x[:, 1:], probs[:, :, 1:]        # [B, H], [B, P, H]
+            cls, x, probs = x[:, 0], x[:, 1:], probs[:, :, 1:]  # [B, H], [B, P, H]
         else:
-            x, probs = block(x, mask, training=training)              # [B, T, H], [B, N, T, T]
-            cls = x[:, 0]                                             # [B, H]
+            x, probs = block(x, mask, training=training)  # [B, T, H], [B, N, T, T]
+            cls = x[:, 0]  # [B, H]
         layer_outputs.append(x)
         attention_probs.append(probs)
     return {
@@ -100,8 +102,11 @@ def _pooler(config: MobileBertConfig):
     if not config.classifier_activation:
         return None
     return tf_keras.layers.Dense(
-        config.hidden_size, activation="tanh", name="pooler",
-        kernel_initializer=truncated_normal(config.initializer_range))
+        config.hidden_size,
+        activation="tanh",
+        name="pooler",
+        kernel_initializer=truncated_normal(config.initializer_range),
+    )
 
 
 @tf_keras.utils.register_keras_serializable(package="mbert_lib")
@@ -113,15 +118,21 @@ class MobileBertEncoder(tf_keras.Model):
         super().__init__(**kwargs)
         self.config = config
         self.embedding = MobileBertEmbedding(
-            vocab_size=config.vocab_size, embedding_size=config.embedding_size,
+            vocab_size=config.vocab_size,
+            embedding_size=config.embedding_size,
             hidden_size=config.hidden_size,
             max_position_embeddings=config.max_position_embeddings,
-            type_vocab_size=config.type_vocab_size, trigram_input=config.trigram_input,
+            type_vocab_size=config.type_vocab_size,
+            trigram_input=config.trigram_input,
             normalization_type=config.normalization_type,
             dropout_rate=config.hidden_dropout_prob,
-            initializer_range=config.initializer_range, name="embeddings")
-        self.blocks = [MobileBertTransformer(**block_kwargs(config), name=f"layer_{i}")
-                       for i in range(config.num_hidden_layers)]
+            initializer_range=config.initializer_range,
+            name="embeddings",
+        )
+        self.blocks = [
+            MobileBertTransformer(**block_kwargs(config), name=f"layer_{i}")
+            for i in range(config.num_hidden_layers)
+        ]
         self.pooler = _pooler(config)
 
     @property
@@ -144,9 +155,10 @@ class MobileBertEncoder(tf_keras.Model):
         positions this skips most of the last block's work.
         """
         word_ids, mask, type_ids = _unpack_inputs(inputs)
-        x = self.embedding(word_ids, type_ids, training=training)     # [B, T, H]
-        return _run_blocks(x, _first_blocks(self.blocks, num_layers), mask, self.pooler,
-                           training, output_positions)
+        x = self.embedding(word_ids, type_ids, training=training)  # [B, T, H]
+        return _run_blocks(
+            x, _first_blocks(self.blocks, num_layers), mask, self.pooler, training, output_positions
+        )
 
     def get_config(self):
         return {"config": self.config.to_dict(), "name": self.name}
@@ -164,27 +176,36 @@ class _BertLayer(tf_keras.layers.Layer):
         std = config.initializer_range
         heads = config.num_attention_heads
         self.attention = tf_keras.layers.MultiHeadAttention(
-            heads, config.hidden_size // heads, dropout=config.attention_probs_dropout_prob,
-            kernel_initializer=truncated_normal(std), name="attention")
+            heads,
+            config.hidden_size // heads,
+            dropout=config.attention_probs_dropout_prob,
+            kernel_initializer=truncated_normal(std),
+            name="attention",
+        )
         self.attention_dropout = tf_keras.layers.Dropout(config.hidden_dropout_prob)
         self.attention_norm = tf_keras.layers.LayerNormalization(
-            epsilon=LAYER_NORM_EPSILON, name="attention_norm")
+            epsilon=LAYER_NORM_EPSILON, name="attention_norm"
+        )
         self.intermediate = tf_keras.layers.Dense(
-            config.intermediate_size, activation=get_activation(config.hidden_act),
-            kernel_initializer=truncated_normal(std), name="intermediate")
+            config.intermediate_size,
+            activation=get_activation(config.hidden_act),
+            kernel_initializer=truncated_normal(std),
+            name="intermediate",
+        )
         self.output_dense = tf_keras.layers.Dense(
-            config.hidden_size,
-            kernel_initializer=truncated_normal(std), name="output")
+            config.hidden_size, kernel_initializer=truncated_normal(std), name="output"
+        )
         self.output_dropout = tf_keras.layers.Dropout(config.hidden_dropout_prob)
         self.output_norm = tf_keras.layers.LayerNormalization(
-            epsilon=LAYER_NORM_EPSILON, name="output_norm")
+            epsilon=LAYER_NORM_EPSILON, name="output_norm"
+        )
 
     def call(self, x, mask, training=None, query_positions=None):
         pair_mask = tf.cast(mask[:, tf.newaxis, :], tf.bool)  # [B, 1, S], broadcast over T
         x_q = x if query_positions is None else tf.gather(x, query_positions, batch_dims=1)
         attended, probs = self.attention(
-            x_q, x, x, attention_mask=pair_mask, return_attention_scores=True,
-            training=training)
+            x_q, x, x, attention_mask=pair_mask, return_attention_scores=True, training=training
+        )
         x = self.attention_norm(self.attention_dropout(attended, training=training) + x_q)
         y = self.output_dense(self.intermediate(x))
         return self.output_norm(self.output_dropout(y, training=training) + x), probs
@@ -204,29 +225,45 @@ class BertEncoder(tf_keras.Model):
     def __init__(self, config: MobileBertConfig, **kwargs):
         kwargs.setdefault("name", "bert_encoder")
         super().__init__(**kwargs)
-        for field, required in [("trigram_input", False), ("use_bottleneck", False),
-                                ("num_feedforward_networks", 1),
-                                ("normalization_type", "layer_norm"),
-                                ("embedding_size", config.hidden_size)]:
+        for field, required in [
+            ("trigram_input", False),
+            ("use_bottleneck", False),
+            ("num_feedforward_networks", 1),
+            ("normalization_type", "layer_norm"),
+            ("embedding_size", config.hidden_size),
+        ]:
             if getattr(config, field) != required:
-                raise ValueError(f"BertEncoder needs a plain BERT config: {field} must be "
-                                 f"{required!r}, got {getattr(config, field)!r}")
+                raise ValueError(
+                    f"BertEncoder needs a plain BERT config: {field} must be "
+                    f"{required!r}, got {getattr(config, field)!r}"
+                )
         self.config = config
         std = config.initializer_range
         self.word_embeddings = tf_keras.layers.Embedding(
-            config.vocab_size, config.hidden_size,
-            embeddings_initializer=truncated_normal(std), name="word_embeddings")
+            config.vocab_size,
+            config.hidden_size,
+            embeddings_initializer=truncated_normal(std),
+            name="word_embeddings",
+        )
         self.position_embeddings = tf_keras.layers.Embedding(
-            config.max_position_embeddings, config.hidden_size,
-            embeddings_initializer=truncated_normal(std), name="position_embeddings")
+            config.max_position_embeddings,
+            config.hidden_size,
+            embeddings_initializer=truncated_normal(std),
+            name="position_embeddings",
+        )
         self.token_type_embeddings = tf_keras.layers.Embedding(
-            config.type_vocab_size, config.hidden_size,
-            embeddings_initializer=truncated_normal(std), name="token_type_embeddings")
+            config.type_vocab_size,
+            config.hidden_size,
+            embeddings_initializer=truncated_normal(std),
+            name="token_type_embeddings",
+        )
         self.embedding_norm = tf_keras.layers.LayerNormalization(
-            epsilon=LAYER_NORM_EPSILON, name="embedding_norm")
+            epsilon=LAYER_NORM_EPSILON, name="embedding_norm"
+        )
         self.embedding_dropout = tf_keras.layers.Dropout(config.hidden_dropout_prob)
-        self.blocks = [_BertLayer(config, name=f"layer_{i}")
-                       for i in range(config.num_hidden_layers)]
+        self.blocks = [
+            _BertLayer(config, name=f"layer_{i}") for i in range(config.num_hidden_layers)
+        ]
         self.pooler = _pooler(config)
 
     @property
@@ -238,8 +275,11 @@ class BertEncoder(tf_keras.Model):
         word_ids, mask, type_ids = _unpack_inputs(inputs)
         word_ids = check_seq_length(word_ids, self.config.max_position_embeddings)
         positions = self.position_embeddings(tf.range(tf.shape(word_ids)[1]))
-        x = (self.word_embeddings(word_ids) + positions[tf.newaxis]
-             + self.token_type_embeddings(type_ids))
+        x = (
+            self.word_embeddings(word_ids)
+            + positions[tf.newaxis]
+            + self.token_type_embeddings(type_ids)
+        )
         x = self.embedding_dropout(self.embedding_norm(x), training=training)
         return _run_blocks(x, self.blocks, mask, self.pooler, training, output_positions)
 
@@ -257,8 +297,8 @@ def _serialize_encoder(encoder):
 
 def _deserialize_encoder(value):
     return tf_keras.utils.deserialize_keras_object(
-        value, custom_objects={"MobileBertEncoder": MobileBertEncoder,
-                               "BertEncoder": BertEncoder})
+        value, custom_objects={"MobileBertEncoder": MobileBertEncoder, "BertEncoder": BertEncoder}
+    )
 
 
 @tf_keras.utils.register_keras_serializable(package="mbert_lib")
@@ -276,9 +316,13 @@ class Pretrainer(tf_keras.Model):
         self.encoder = encoder
         config = encoder.config
         self.masked_lm = MaskedLMHead(
-            config.vocab_size, config.hidden_size, config.embedding_size,
-            activation=config.hidden_act, initializer_range=config.initializer_range,
-            name="cls_predictions")
+            config.vocab_size,
+            config.hidden_size,
+            config.embedding_size,
+            activation=config.hidden_act,
+            initializer_range=config.initializer_range,
+            name="cls_predictions",
+        )
         self.next_sentence = NextSentenceHead(config.initializer_range, name="cls_seq_relationship")
 
     @property
@@ -295,11 +339,12 @@ class Pretrainer(tf_keras.Model):
             if positions is None:
                 raise ValueError("heads_only needs inputs['masked_lm_positions']")
             outputs = dict(self.encoder(inputs, training=training, output_positions=positions))
-            positions = None                        # sequence_output is already [B, P, H]
+            positions = None  # sequence_output is already [B, P, H]
         else:
             outputs = dict(self.encoder(inputs, training=training))
         outputs["mlm_logits"] = self.masked_lm(
-            outputs["sequence_output"], self.encoder.embedding_table, positions)
+            outputs["sequence_output"], self.encoder.embedding_table, positions
+        )
         outputs["nsp_logits"] = self.next_sentence(outputs["pooled_output"])
         return outputs
 
@@ -322,7 +367,8 @@ class Classifier(tf_keras.Model):
         self.num_classes = num_classes
         self.dropout_rate = dropout_rate
         self.head = ClassificationHead(
-            num_classes, dropout_rate, encoder.config.initializer_range, name="classifier_head")
+            num_classes, dropout_rate, encoder.config.initializer_range, name="classifier_head"
+        )
 
     @property
     def config(self) -> MobileBertConfig:
@@ -333,13 +379,21 @@ class Classifier(tf_keras.Model):
         return {"logits": self.head(pooled, training=training)}
 
     def get_config(self):
-        return {"encoder": _serialize_encoder(self.encoder), "num_classes": self.num_classes,
-                "dropout_rate": self.dropout_rate, "name": self.name}
+        return {
+            "encoder": _serialize_encoder(self.encoder),
+            "num_classes": self.num_classes,
+            "dropout_rate": self.dropout_rate,
+            "name": self.name,
+        }
 
     @classmethod
     def from_config(cls, config, custom_objects=None):
-        return cls(_deserialize_encoder(config["encoder"]), config["num_classes"],
-                   config["dropout_rate"], name=config.get("name"))
+        return cls(
+            _deserialize_encoder(config["encoder"]),
+            config["num_classes"],
+            config["dropout_rate"],
+            name=config.get("name"),
+        )
 
 
 def build_encoder(config: MobileBertConfig, seq_length: int = 8) -> MobileBertEncoder:
@@ -356,11 +410,13 @@ def build_pretrainer(config: MobileBertConfig, encoder=None) -> Pretrainer:
     return model
 
 
-def build_classifier(config: MobileBertConfig, num_classes: int, dropout_rate: float = 0.1,
-                     encoder=None) -> Classifier:
+def build_classifier(
+    config: MobileBertConfig, num_classes: int, dropout_rate: float = 0.1, encoder=None
+) -> Classifier:
     """Encoder + classification head, built."""
-    model = Classifier(encoder if encoder is not None else MobileBertEncoder(config),
-                       num_classes, dropout_rate)
+    model = Classifier(
+        encoder if encoder is not None else MobileBertEncoder(config), num_classes, dropout_rate
+    )
     model(dummy_inputs())
     return model
 

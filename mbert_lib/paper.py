@@ -45,12 +45,17 @@ ABSTRACT = (
     "model, an inverted-bottleneck incorporated BERT_LARGE model. Then, we conduct knowledge "
     "transfer from this teacher to MobileBERT. Empirical studies show that MobileBERT is 4.3x "
     "smaller and 5.5x faster than BERT_BASE while achieving competitive results on well-known "
-    "benchmarks.")
+    "benchmarks."
+)
 
 # Headline efficiency numbers (Pixel 4, TFLite, 4 threads, seq 128).
 FLOPS_B = {"bert_base": 22.5, "mobilebert": 5.7, "mobilebert_tiny": 3.1}
-PIXEL4_LATENCY_MS = {"bert_base": 342.0, "mobilebert": 62.0, "mobilebert_tiny": 40.0,
-                     "mobilebert_no_opt": 192.0}
+PIXEL4_LATENCY_MS = {
+    "bert_base": 342.0,
+    "mobilebert": 62.0,
+    "mobilebert_tiny": 40.0,
+    "mobilebert_no_opt": 192.0,
+}
 SMALLER_THAN_BERT_BASE = 4.3
 FASTER_THAN_BERT_BASE = 5.5
 
@@ -65,13 +70,26 @@ TABLE7_MS = {
 
 # GLUE test scores of MobileBERT (Table 4) and the dev-set SQuAD numbers.
 GLUE_TEST_MOBILEBERT = {
-    "CoLA": 50.5, "SST-2": 92.8, "MRPC": 88.8, "STS-B": 84.4, "QQP": 70.2,
-    "MNLI-m": 83.3, "MNLI-mm": 82.6, "QNLI": 90.6, "RTE": 66.2,
+    "CoLA": 50.5,
+    "SST-2": 92.8,
+    "MRPC": 88.8,
+    "STS-B": 84.4,
+    "QQP": 70.2,
+    "MNLI-m": 83.3,
+    "MNLI-mm": 82.6,
+    "QNLI": 90.6,
+    "RTE": 66.2,
 }
-GLUE_SCORE = {"bert_base": 78.3, "mobilebert": 77.7, "mobilebert_no_opt": 78.5,
-              "mobilebert_tiny": 75.8}
-SQUAD_DEV = {"mobilebert": {"v1.1": (82.9, 90.0), "v2.0": (76.2, 79.2)},
-             "bert_base": {"v1.1": (80.8, 88.5)}}
+GLUE_SCORE = {
+    "bert_base": 78.3,
+    "mobilebert": 77.7,
+    "mobilebert_no_opt": 78.5,
+    "mobilebert_tiny": 75.8,
+}
+SQUAD_DEV = {
+    "mobilebert": {"v1.1": (82.9, 90.0), "v2.0": (76.2, 79.2)},
+    "bert_base": {"v1.1": (80.8, 88.5)},
+}
 
 # Section 3.2: MobileBERT keeps BERT's MHA:FFN parameter ratio in this band.
 MHA_FFN_RATIO_BAND = (0.4, 0.6)
@@ -90,20 +108,26 @@ CONFIRMED_TASK = "MNLI-m"
 
 
 def _row(confirmed: dict, recalled: dict, unit="%"):
-    return {**{k: PaperValue(v, unit) for k, v in confirmed.items()},
-            **{k: PaperValue(v, unit, approx=True) for k, v in recalled.items()}}
+    return {
+        **{k: PaperValue(v, unit) for k, v in confirmed.items()},
+        **{k: PaperValue(v, unit, approx=True) for k, v in recalled.items()},
+    }
 
 
-TABLE8 = {   # strategy -> task -> value
-    "AKT": _row({"MNLI-m": 83.0}, {"QNLI": 90.3, "MRPC": 86.8, "SST-2": 91.9,
-                                   "SQuAD v1.1 F1": 88.2}),
-    "JKT": _row({"MNLI-m": 83.5}, {"QNLI": 91.5, "MRPC": 87.5, "SST-2": 92.4,
-                                   "SQuAD v1.1 F1": 89.7}),
+TABLE8 = {  # strategy -> task -> value
+    "AKT": _row(
+        {"MNLI-m": 83.0}, {"QNLI": 90.3, "MRPC": 86.8, "SST-2": 91.9, "SQuAD v1.1 F1": 88.2}
+    ),
+    "JKT": _row(
+        {"MNLI-m": 83.5}, {"QNLI": 91.5, "MRPC": 87.5, "SST-2": 92.4, "SQuAD v1.1 F1": 89.7}
+    ),
     "PKT": _row({"MNLI-m": 83.9}, {}),
 }
-TABLE8_FINDING = ("progressive knowledge transfer is best, joint close behind, auxiliary "
-                  "knowledge transfer clearly worse")
-TABLE9 = {   # objectives -> task -> value
+TABLE8_FINDING = (
+    "progressive knowledge transfer is best, joint close behind, auxiliary "
+    "knowledge transfer clearly worse"
+)
+TABLE9 = {  # objectives -> task -> value
     "no transfer": _row({"MNLI-m": 80.8}, {"QNLI": 88.2, "MRPC": 84.3, "SST-2": 90.1}),
     "+PD": _row({"MNLI-m": 81.1}, {"QNLI": 88.9, "MRPC": 85.5, "SST-2": 91.7}),
     "+PD+FMT": _row({"MNLI-m": 83.8}, {"QNLI": 91.1, "MRPC": 87.0, "SST-2": 92.2}),
@@ -112,8 +136,12 @@ TABLE9 = {   # objectives -> task -> value
 TABLE9_FINDING = "feature map transfer contributes most; attention transfer and PD also help"
 
 # Section 4.2: how the IB-BERT_LARGE teacher was pre-trained (the teacher was never released).
-TEACHER_PRETRAINING = {"steps": 500_000, "batch_size": 4096, "optimizer": "LAMB",
-                       "hardware": "256 TPU v3 chips"}
+TEACHER_PRETRAINING = {
+    "steps": 500_000,
+    "batch_size": 4096,
+    "optimizer": "LAMB",
+    "hardware": "256 TPU v3 chips",
+}
 # The pre-training text, as BERT (Devlin et al., 2019, section 3.1) counts it; MobileBERT
 # uses "the same" BookCorpus + English Wikipedia.
 PRETRAINING_CORPUS_WORDS = {"BooksCorpus": 800_000_000, "English Wikipedia": 2_500_000_000}
@@ -122,8 +150,10 @@ PRETRAINING_CORPUS_WORDS = {"BooksCorpus": 800_000_000, "English Wikipedia": 2_5
 # fine-tuned MobileBERT, GLUE dev accuracy before and after. The finding paraphrases the
 # paper's text; the SST-2 cells are recalled, not confirmed against the paper's table:
 # approx=True.
-TABLE6_FINDING = ("8-bit post-training quantization makes MobileBERT another 4× smaller "
-                  "with \"nearly no degradation\"")
+TABLE6_FINDING = (
+    "8-bit post-training quantization makes MobileBERT another 4× smaller "
+    'with "nearly no degradation"'
+)
 QUANTIZATION_COMPRESSION = 4.0
 TABLE6_SST2_DEV = {
     "MobileBERT": PaperValue(92.1, "%", approx=True),

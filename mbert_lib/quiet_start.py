@@ -26,7 +26,7 @@ def native_stderr_silenced():
     sys.stderr.flush()
     try:
         saved = os.dup(2)
-    except OSError:                # no file descriptor 2 (a detached process): nothing to hide
+    except OSError:  # no file descriptor 2 (a detached process): nothing to hide
         yield
         return
     devnull = os.open(os.devnull, os.O_WRONLY)
@@ -43,8 +43,10 @@ def import_tensorflow():
     """The tensorflow module, imported (once) without its C++ start-up notices."""
     if "tensorflow" in sys.modules or os.environ.get("MBERT_TF_STARTUP_LOGS") == "1":
         import tensorflow as tf
+
         return tf
     with native_stderr_silenced():
         import tensorflow as tf
+
         tf.config.list_physical_devices()
     return tf

@@ -19,8 +19,8 @@ import fcntl
 import os
 import socket
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 LOCK_FILE = ".lock"
 
@@ -47,11 +47,14 @@ def run_lock(out_dir: str | os.PathLike, flag: str = "--out") -> Iterator[None]:
             holder = f.read().strip() or "a process that did not say which"
             raise RunLockedError(
                 f"{out_dir} is in use by another run ({holder}): wait for it to finish, "
-                f"or give this one another directory ({flag})") from None
+                f"or give this one another directory ({flag})"
+            ) from None
         f.seek(0)
         f.truncate()
-        f.write(f"pid {os.getpid()} on {socket.gethostname()}, started "
-                f"{time.strftime('%Y-%m-%d %H:%M:%S')}\n")
+        f.write(
+            f"pid {os.getpid()} on {socket.gethostname()}, started "
+            f"{time.strftime('%Y-%m-%d %H:%M:%S')}\n"
+        )
         f.flush()
         try:
             yield

@@ -14,15 +14,16 @@ approximation; with three seeds per model this is a rough guide, not a test).
 from __future__ import annotations
 
 import math
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-SHOWN_AT = 2.0       # d > SHOWN_AT × s.e.
+SHOWN_AT = 2.0  # d > SHOWN_AT × s.e.
 
 
-def contrast(coefficients: Mapping[str, float], values: Mapping[str, Sequence[float]]
-             ) -> tuple[float, float]:
+def contrast(
+    coefficients: Mapping[str, float], values: Mapping[str, Sequence[float]]
+) -> tuple[float, float]:
     """(d, s.e.) of Σ c_m · mean(values[m]); s.e. is nan when a model has fewer than 2 runs."""
     missing = [m for m in coefficients if not len(values.get(m, ()))]
     if missing:
@@ -36,7 +37,7 @@ def contrast(coefficients: Mapping[str, float], values: Mapping[str, Sequence[fl
 
 
 def verdict(d: float, se: float) -> str:
-    """"shown" (d > 2 s.e.), "same sign, within 2 s.e.", "opposite sign", or "no s.e."."""
+    """ "shown" (d > 2 s.e.), "same sign, within 2 s.e.", "opposite sign", or "no s.e."."""
     if math.isnan(se):
         return "no s.e. (one run)"
     if d > SHOWN_AT * se:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 
 def finite_or_null(value: Any) -> Any:

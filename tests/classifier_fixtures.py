@@ -17,7 +17,7 @@ from tests.finetune_fixtures import CONFIG, tokenizer
 SEQ = 12
 SENTENCES = ["the movie was very good", "a film is bad", "the plot was awful"]
 PAIRS = ["the film is fine", "the movie was sad", "a nice plot"]
-POOLED = CONFIG.replace(classifier_activation=True)      # with the pooler's dense + tanh
+POOLED = CONFIG.replace(classifier_activation=True)  # with the pooler's dense + tanh
 
 
 def save_classifier(directory, task: str, num_classes: int, seed: int, config=POOLED):
@@ -26,8 +26,10 @@ def save_classifier(directory, task: str, num_classes: int, seed: int, config=PO
     model = build_classifier(config, num_classes)
     model.head.dense.bias.assign(np.random.default_rng(seed).normal(0, 0.5, num_classes))
     save_model_dir(model, directory, save_tokenizer=lambda d: save_tokenizer(tokenizer(), d))
-    save_yaml(apply_overrides(FinetuneExperiment(), f"task.name={task},task.seq_length={SEQ}"),
-              os.path.join(directory, "experiment.yaml"))
+    save_yaml(
+        apply_overrides(FinetuneExperiment(), f"task.name={task},task.seq_length={SEQ}"),
+        os.path.join(directory, "experiment.yaml"),
+    )
     return model
 
 
@@ -37,6 +39,8 @@ def packed_ids(vocab_file, texts, pairs=None):
     t.enable_truncation(max_length=SEQ)
     t.enable_padding(length=SEQ)
     encodings = t.encode_batch(list(zip(texts, pairs)) if pairs else texts)
-    return {"input_word_ids": np.array([e.ids for e in encodings], np.int32),
-            "input_mask": np.array([e.attention_mask for e in encodings], np.int32),
-            "input_type_ids": np.array([e.type_ids for e in encodings], np.int32)}
+    return {
+        "input_word_ids": np.array([e.ids for e in encodings], np.int32),
+        "input_mask": np.array([e.attention_mask for e in encodings], np.int32),
+        "input_type_ids": np.array([e.type_ids for e in encodings], np.int32),
+    }

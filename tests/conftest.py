@@ -1,9 +1,9 @@
 """Every test starts from the same python / numpy / TF seeds, so a failure reproduces."""
 
 import pytest
+import tf_keras
 
 import mbert_lib  # noqa: F401  (selects tf-keras before TF is imported)
-import tf_keras
 
 
 @pytest.fixture(autouse=True)

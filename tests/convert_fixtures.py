@@ -25,10 +25,12 @@ from tests.numpy_reference import pretrainer_forward
 
 VOCAB = 97
 # A NoNorm / relu / shared-Q-K / 4-FFN student and a LayerNorm / gelu / pooler teacher.
-STUDENT = get_preset("tiny_student").replace(vocab_size=VOCAB, num_hidden_layers=2,
-                                             max_position_embeddings=64)
-TEACHER = get_preset("tiny_teacher").replace(vocab_size=VOCAB, num_hidden_layers=2,
-                                             max_position_embeddings=64)
+STUDENT = get_preset("tiny_student").replace(
+    vocab_size=VOCAB, num_hidden_layers=2, max_position_embeddings=64
+)
+TEACHER = get_preset("tiny_teacher").replace(
+    vocab_size=VOCAB, num_hidden_layers=2, max_position_embeddings=64
+)
 
 
 def reference_shapes(config) -> dict[str, tuple]:
@@ -36,7 +38,7 @@ def reference_shapes(config) -> dict[str, tuple]:
     return dict(_reference_shapes(config))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _reference_shapes(config) -> dict[str, tuple]:
     return {k: v.shape for k, v in tf1_arrays_from_pretrainer(build_pretrainer(config)).items()}
 
@@ -54,8 +56,9 @@ def random_arrays(shapes: dict[str, tuple], seed: int = 0) -> dict[str, np.ndarr
 def write_tf1(arrays: dict[str, np.ndarray], prefix: str) -> str:
     """A TF1-format checkpoint, names verbatim, via tf.compat.v1.train.Saver."""
     with tf.Graph().as_default():
-        variables = [tf.compat.v1.get_variable(name, initializer=np.asarray(a))
-                     for name, a in arrays.items()]
+        variables = [
+            tf.compat.v1.get_variable(name, initializer=np.asarray(a)) for name, a in arrays.items()
+        ]
         saver = tf.compat.v1.train.Saver(variables)
         with tf.compat.v1.Session() as session:
             session.run(tf.compat.v1.global_variables_initializer())
@@ -73,8 +76,12 @@ def bookkeeping(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 
 def hf_name(tf1_name: str) -> tuple[str, bool]:
     """(Hugging Face name, transpose?) by the rule of transformers' TF1 loader."""
-    name = (tf1_name.replace("ffn_layer", "ffn").replace("FakeLayerNorm", "LayerNorm")
-            .replace("extra_output_weights", "dense/kernel").replace("bert", "mobilebert"))
+    name = (
+        tf1_name.replace("ffn_layer", "ffn")
+        .replace("FakeLayerNorm", "LayerNorm")
+        .replace("extra_output_weights", "dense/kernel")
+        .replace("bert", "mobilebert")
+    )
     parts, transpose = [], False
     for part in name.split("/"):
         m = re.fullmatch(r"([A-Za-z]+)_(\d+)", part)
@@ -102,10 +109,15 @@ def hf_tensors(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 
 def hf_config(config) -> dict:
     """config.json as transformers writes it for MobileBertForPreTraining."""
-    return {"architectures": ["MobileBertForPreTraining"], "model_type": "mobilebert",
-            **config.to_dict(), "layer_norm_eps": 1e-12,
-            "true_hidden_size": config.intra_bottleneck_size, "pad_token_id": 0,
-            "transformers_version": "4.6.0.dev0"}
+    return {
+        "architectures": ["MobileBertForPreTraining"],
+        "model_type": "mobilebert",
+        **config.to_dict(),
+        "layer_norm_eps": 1e-12,
+        "true_hidden_size": config.intra_bottleneck_size,
+        "pad_token_id": 0,
+        "transformers_version": "4.6.0.dev0",
+    }
 
 
 def inputs(config, batch: int = 2, seq: int = 12, predictions: int = 3, seed: int = 1):
@@ -113,18 +125,25 @@ def inputs(config, batch: int = 2, seq: int = 12, predictions: int = 3, seed: in
     rng = np.random.default_rng(seed)
     word_ids = rng.integers(0, config.vocab_size, (batch, seq)).astype(np.int32)
     mask = np.ones((batch, seq), np.int32)
-    mask[1, seq - 4:] = 0
+    mask[1, seq - 4 :] = 0
     type_ids = np.zeros((batch, seq), np.int32)
-    type_ids[:, seq // 2:] = 1
+    type_ids[:, seq // 2 :] = 1
     positions = rng.integers(0, seq - 4, (batch, predictions)).astype(np.int32)
     return word_ids, mask, type_ids, positions
 
 
 def model_outputs(model, word_ids, mask, type_ids, positions) -> dict:
-    out = model({"input_word_ids": word_ids, "input_mask": mask, "input_type_ids": type_ids,
-                 "masked_lm_positions": positions})
-    return {k: ([x.numpy() for x in v] if isinstance(v, list) else v.numpy())
-            for k, v in out.items()}
+    out = model(
+        {
+            "input_word_ids": word_ids,
+            "input_mask": mask,
+            "input_type_ids": type_ids,
+            "masked_lm_positions": positions,
+        }
+    )
+    return {
+        k: ([x.numpy() for x in v] if isinstance(v, list) else v.numpy()) for k, v in out.items()
+    }
 
 
 def assert_matches_reference(model, arrays, config, atol=2e-4):

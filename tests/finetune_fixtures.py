@@ -24,8 +24,11 @@ POSITIVE, NEGATIVE = ["good", "great", "fine", "nice"], ["bad", "awful", "poor",
 WORDS = POSITIVE + NEGATIVE + "the a movie film plot was is very".split()
 VOCAB = list(SPECIAL_TOKENS) + WORDS
 CONFIG = get_preset("tiny_student").replace(
-    vocab_size=len(VOCAB), num_hidden_layers=2, max_position_embeddings=32,
-    attention_probs_dropout_prob=0.0)
+    vocab_size=len(VOCAB),
+    num_hidden_layers=2,
+    max_position_embeddings=32,
+    attention_probs_dropout_prob=0.0,
+)
 
 
 def tokenizer() -> WordPieceTokenizer:
@@ -34,8 +37,9 @@ def tokenizer() -> WordPieceTokenizer:
 
 def save_pretrained(directory, config=CONFIG) -> str:
     """A random-weight pretrainer of `config` saved as a model directory with the vocab."""
-    save_model_dir(build_pretrainer(config), directory,
-                   save_tokenizer=lambda d: save_tokenizer(tokenizer(), d))
+    save_model_dir(
+        build_pretrainer(config), directory, save_tokenizer=lambda d: save_tokenizer(tokenizer(), d)
+    )
     return str(directory)
 
 
@@ -46,8 +50,13 @@ def sentiment_rows(n: int, seed: int) -> list[tuple[str, int]]:
         label = int(rng.integers(2))
         adjective = rng.choice(POSITIVE if label else NEGATIVE)
         very = "very " if rng.integers(2) else ""
-        rows.append((f"the {rng.choice(['movie', 'film', 'plot'])} "
-                     f"{rng.choice(['was', 'is'])} {very}{adjective}", label))
+        rows.append(
+            (
+                f"the {rng.choice(['movie', 'film', 'plot'])} "
+                f"{rng.choice(['was', 'is'])} {very}{adjective}",
+                label,
+            )
+        )
     return rows
 
 
@@ -57,14 +66,17 @@ def write_sst2(data_dir, n_train: int = 256, n_dev: int = 64) -> str:
     os.makedirs(sst2, exist_ok=True)
     for split, n, seed in (("train", n_train, 1), ("dev", n_dev, 2)):
         with open(os.path.join(sst2, f"{split}.tsv"), "w", encoding="utf-8") as f:
-            f.write("sentence\tlabel\n" + "".join(f"{s}\t{y}\n"
-                                                  for s, y in sentiment_rows(n, seed)))
+            f.write(
+                "sentence\tlabel\n" + "".join(f"{s}\t{y}\n" for s, y in sentiment_rows(n, seed))
+            )
     return str(data_dir)
 
 
 def experiment(init_checkpoint, data_dir, overrides: str = "") -> FinetuneExperiment:
     """SST-2 fixture fine-tuning: seq 12, batch 16, 2 epochs of 16 steps, lr 1e-2."""
-    base = (f"task.data_dir={data_dir},task.seq_length=12,"
-            f"model.init_checkpoint={init_checkpoint},model.dropout_rate=0.0,"
-            "trainer.epochs=2,trainer.batch_size=16,trainer.learning_rate=1e-2")
+    base = (
+        f"task.data_dir={data_dir},task.seq_length=12,"
+        f"model.init_checkpoint={init_checkpoint},model.dropout_rate=0.0,"
+        "trainer.epochs=2,trainer.batch_size=16,trainer.learning_rate=1e-2"
+    )
     return apply_overrides(FinetuneExperiment(), base + ("," + overrides if overrides else ""))

@@ -13,11 +13,10 @@ import sys
 
 import numpy as np
 import pytest
-
-import mbert_lib  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TF is imported)
 import tensorflow as tf
 import tf_keras
 
+import mbert_lib  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TF is imported)
 from mbert_lib.config import get_preset
 
 SMALL_VOCAB = 97
@@ -26,13 +25,15 @@ SMALL_MAX_POSITIONS = 32
 
 def small_config(preset: str, **changes):
     """A preset with a small vocabulary, 2 layers and 32 positions (plus `changes`)."""
-    sizes = dict(vocab_size=SMALL_VOCAB, num_hidden_layers=2,
-                 max_position_embeddings=SMALL_MAX_POSITIONS)
+    sizes = dict(
+        vocab_size=SMALL_VOCAB, num_hidden_layers=2, max_position_embeddings=SMALL_MAX_POSITIONS
+    )
     return get_preset(preset).replace(**{**sizes, **changes})
 
 
-def random_inputs(config, batch: int = 2, seq: int = 9, pads=(0, 3), seed: int = 0,
-                  types: bool = True) -> dict[str, np.ndarray]:
+def random_inputs(
+    config, batch: int = 2, seq: int = 9, pads=(0, 3), seed: int = 0, types: bool = True
+) -> dict[str, np.ndarray]:
     """int32 [B, T] inputs; row b ends with pads[b] padding tokens (id 0, mask 0)."""
     rng = np.random.RandomState(seed)
     word_ids = rng.randint(1, config.vocab_size, size=(batch, seq)).astype(np.int32)
@@ -41,10 +42,10 @@ def random_inputs(config, batch: int = 2, seq: int = 9, pads=(0, 3), seed: int =
     for b in range(batch):
         n = pads[b % len(pads)]
         if n:
-            word_ids[b, seq - n:] = 0
-            mask[b, seq - n:] = 0
+            word_ids[b, seq - n :] = 0
+            mask[b, seq - n :] = 0
         if types and config.type_vocab_size > 1:
-            type_ids[b, (seq - n) // 2: seq - n] = 1
+            type_ids[b, (seq - n) // 2 : seq - n] = 1
     return {"input_word_ids": word_ids, "input_mask": mask, "input_type_ids": type_ids}
 
 
@@ -71,7 +72,6 @@ def free_models() -> None:
 
 def as_numpy(x):
     return x.numpy() if isinstance(x, tf.Tensor) else np.asarray(x)
-
 
 
 def randomize_kernels(model, seed: int = 2) -> None:
@@ -102,6 +102,7 @@ def zero_initializers():
     For tests that only count weights: drawing 294M truncated-normal values
     for IB-BERT_LARGE takes ~10 s on 2 cores, zeros take a fraction of that.
     """
+
     def zeros(self, shape, dtype=None, **kwargs):
         return tf.zeros(shape, dtype or tf.float32)
 
@@ -112,8 +113,10 @@ def zero_initializers():
 
 def strict_json_loads(text: str):
     """json.loads that refuses NaN / Infinity, as jq or JavaScript would."""
+
     def refuse(constant):
         raise ValueError(f"non-standard JSON constant {constant}")
+
     return json.loads(text, parse_constant=refuse)
 
 
@@ -122,10 +125,17 @@ def lock_held_by_another_process(directory):
     """While active, another process holds mbert_lib.run_lock on `directory`; yields its pid.
     The lock goes with the process when it is killed on exit."""
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time\n"
-         "from mbert_lib.run_lock import run_lock\n"
-         "with run_lock(sys.argv[1]):\n    print('held', flush=True); time.sleep(120)",
-         str(directory)], stdout=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-c",
+            "import sys, time\n"
+            "from mbert_lib.run_lock import run_lock\n"
+            "with run_lock(sys.argv[1]):\n    print('held', flush=True); time.sleep(120)",
+            str(directory),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "held"
         yield holder.pid

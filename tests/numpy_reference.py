@@ -59,16 +59,17 @@ def softmax(x: np.ndarray) -> np.ndarray:
 
 def attention(w, scope, q_in, k_in, v_in, mask, num_heads):
     """Returns (context [B, T, N·d], probabilities [B, N, T, T])."""
+
     def heads(x, name):
-        y = dense(w, f"{scope}/self/{name}", x)                      # [B, T, N·d]
+        y = dense(w, f"{scope}/self/{name}", x)  # [B, T, N·d]
         b, t, nd = y.shape
         return y.reshape(b, t, num_heads, nd // num_heads).transpose(0, 2, 1, 3)
 
     q, k, v = heads(q_in, "query"), heads(k_in, "key"), heads(v_in, "value")
-    scores = q @ k.transpose(0, 1, 3, 2) / math.sqrt(q.shape[-1])    # [B, N, T, T]
+    scores = q @ k.transpose(0, 1, 3, 2) / math.sqrt(q.shape[-1])  # [B, N, T, T]
     scores = scores + (1.0 - mask[:, None, None, :]) * -1e9
     probs = softmax(scores)
-    context = (probs @ v).transpose(0, 2, 1, 3)                      # [B, T, N, d]
+    context = (probs @ v).transpose(0, 2, 1, 3)  # [B, T, N, d]
     return context.reshape(context.shape[0], context.shape[1], -1), probs
 
 
@@ -77,22 +78,24 @@ def block(w, config, i, x, mask):
     L = f"bert/encoder/layer_{i}"
     kind = norm_name(config)
     if config.use_bottleneck:
-        a = normalize(w, f"{L}/bottleneck/input", dense(w, f"{L}/bottleneck/input/dense", x),
-                      kind)
+        a = normalize(w, f"{L}/bottleneck/input", dense(w, f"{L}/bottleneck/input/dense", x), kind)
         if config.use_bottleneck_attention:
             q_in = v_in = a
         elif config.key_query_shared_bottleneck:
-            q_in = normalize(w, f"{L}/bottleneck/attention",
-                             dense(w, f"{L}/bottleneck/attention/dense", x), kind)
+            q_in = normalize(
+                w, f"{L}/bottleneck/attention", dense(w, f"{L}/bottleneck/attention/dense", x), kind
+            )
             v_in = x
         else:
             q_in = v_in = x
     else:
         a = q_in = v_in = x
-    context, probs = attention(w, f"{L}/attention", q_in, q_in, v_in, mask,
-                               config.num_attention_heads)
-    u = normalize(w, f"{L}/attention/output",
-                  dense(w, f"{L}/attention/output/dense", context) + a, kind)
+    context, probs = attention(
+        w, f"{L}/attention", q_in, q_in, v_in, mask, config.num_attention_heads
+    )
+    u = normalize(
+        w, f"{L}/attention/output", dense(w, f"{L}/attention/output/dense", context) + a, kind
+    )
     scopes = [f"{L}/ffn_layer_{k}" for k in range(config.num_feedforward_networks - 1)] + [L]
     for s in scopes:
         hidden = activation(config.hidden_act, dense(w, f"{s}/intermediate/dense", u))
@@ -109,16 +112,20 @@ def encoder_forward(w: dict, config, word_ids, mask=None, type_ids=None) -> dict
     mask = np.ones_like(word_ids) if mask is None else np.asarray(mask)
     type_ids = np.zeros_like(word_ids) if type_ids is None else np.asarray(type_ids)
     mask = mask.astype(np.float64)
-    e = w["bert/embeddings/word_embeddings"][word_ids]                       # [B, T, E]
+    e = w["bert/embeddings/word_embeddings"][word_ids]  # [B, T, E]
     if config.trigram_input:
         zero = np.zeros_like(e[:, :1])
-        e = np.concatenate([np.concatenate([e[:, 1:], zero], 1), e,
-                            np.concatenate([zero, e[:, :-1]], 1)], axis=-1)  # [B, T, 3E]
+        e = np.concatenate(
+            [np.concatenate([e[:, 1:], zero], 1), e, np.concatenate([zero, e[:, :-1]], 1)], axis=-1
+        )  # [B, T, 3E]
     if config.trigram_input or config.embedding_size != config.hidden_size:
-        e = dense(w, "bert/embeddings/embedding_transformation", e)         # [B, T, H]
+        e = dense(w, "bert/embeddings/embedding_transformation", e)  # [B, T, H]
     t = word_ids.shape[1]
-    e = (e + w["bert/embeddings/position_embeddings"][:t][None]
-         + w["bert/embeddings/token_type_embeddings"][type_ids])
+    e = (
+        e
+        + w["bert/embeddings/position_embeddings"][:t][None]
+        + w["bert/embeddings/token_type_embeddings"][type_ids]
+    )
     x = normalize(w, "bert/embeddings", e, norm_name(config))
     outputs, probs = [], []
     for i in range(config.num_hidden_layers):
@@ -127,12 +134,15 @@ def encoder_forward(w: dict, config, word_ids, mask=None, type_ids=None) -> dict
         probs.append(p)
     cls = x[:, 0]
     pooled = np.tanh(dense(w, "bert/pooler/dense", cls)) if config.classifier_activation else cls
-    return {"sequence_output": x, "pooled_output": pooled, "encoder_outputs": outputs,
-            "attention_scores": probs}
+    return {
+        "sequence_output": x,
+        "pooled_output": pooled,
+        "encoder_outputs": outputs,
+        "attention_scores": probs,
+    }
 
 
-def pretrainer_forward(w: dict, config, word_ids, mask=None, type_ids=None,
-                       positions=None) -> dict:
+def pretrainer_forward(w: dict, config, word_ids, mask=None, type_ids=None, positions=None) -> dict:
     """Encoder outputs plus `mlm_logits` [B, P, V] and `nsp_logits` [B, 2]."""
     out = encoder_forward(w, config, word_ids, mask, type_ids)
     h = out["sequence_output"]
@@ -144,6 +154,8 @@ def pretrainer_forward(w: dict, config, word_ids, mask=None, type_ids=None,
     if config.embedding_size < config.hidden_size:
         table = np.concatenate([table, w["cls/predictions/extra_output_weights"]], axis=1)
     out["mlm_logits"] = z @ table.T + w["cls/predictions/output_bias"]
-    out["nsp_logits"] = (out["pooled_output"] @ w["cls/seq_relationship/output_weights"].T
-                         + w["cls/seq_relationship/output_bias"])
+    out["nsp_logits"] = (
+        out["pooled_output"] @ w["cls/seq_relationship/output_weights"].T
+        + w["cls/seq_relationship/output_bias"]
+    )
     return out

@@ -21,21 +21,48 @@ def small(preset, **changes):
 # E = H, bottleneck or not, shared Q/K bottleneck, bottleneck attention,
 # teacher shape (h > H), pooler or not, F = 1..4.
 SMALL_CONFIGS = {
-    "mobilebert": small("mobilebert", hidden_size=64, intra_bottleneck_size=16,
-                        intermediate_size=32, embedding_size=16),
-    "mobilebert_tiny": small("mobilebert_tiny", hidden_size=64, intra_bottleneck_size=16,
-                             intermediate_size=32, embedding_size=16),
-    "ibbert_large": small("ibbert_large", hidden_size=32, intra_bottleneck_size=64,
-                          intermediate_size=96, embedding_size=8),
-    "bert_base": small("bert_base", hidden_size=48, embedding_size=48,
-                       intra_bottleneck_size=48, num_attention_heads=4, intermediate_size=96),
-    "bert_small_embedding": small("bert_base", hidden_size=48, embedding_size=16,
-                                  intra_bottleneck_size=48, num_attention_heads=4,
-                                  intermediate_size=96),
+    "mobilebert": small(
+        "mobilebert",
+        hidden_size=64,
+        intra_bottleneck_size=16,
+        intermediate_size=32,
+        embedding_size=16,
+    ),
+    "mobilebert_tiny": small(
+        "mobilebert_tiny",
+        hidden_size=64,
+        intra_bottleneck_size=16,
+        intermediate_size=32,
+        embedding_size=16,
+    ),
+    "ibbert_large": small(
+        "ibbert_large",
+        hidden_size=32,
+        intra_bottleneck_size=64,
+        intermediate_size=96,
+        embedding_size=8,
+    ),
+    "bert_base": small(
+        "bert_base",
+        hidden_size=48,
+        embedding_size=48,
+        intra_bottleneck_size=48,
+        num_attention_heads=4,
+        intermediate_size=96,
+    ),
+    "bert_small_embedding": small(
+        "bert_base",
+        hidden_size=48,
+        embedding_size=16,
+        intra_bottleneck_size=48,
+        num_attention_heads=4,
+        intermediate_size=96,
+    ),
     "tiny_teacher": small("tiny_teacher"),
     "tiny_student": small("tiny_student"),
-    "tiny_student_f3_pooler": small("tiny_student", num_feedforward_networks=3,
-                                    classifier_activation=True, type_vocab_size=3),
+    "tiny_student_f3_pooler": small(
+        "tiny_student", num_feedforward_networks=3, classifier_activation=True, type_vocab_size=3
+    ),
 }
 
 
@@ -64,8 +91,11 @@ def test_each_block_component_equals_its_built_sublayer(encoders):
         "input bottleneck norm": block.bottleneck_input_norm,
         "shared Q/K bottleneck": block.bottleneck_attention,
         "shared Q/K bottleneck norm": block.bottleneck_attention_norm,
-        "query": att.query, "key": att.key, "value": att.value,
-        "attention output": att.attention_output, "attention norm": block.attention_norm,
+        "query": att.query,
+        "key": att.key,
+        "value": att.value,
+        "attention output": att.attention_output,
+        "attention norm": block.attention_norm,
         "output bottleneck (linear out)": block.bottleneck_output,
         "output bottleneck norm": block.bottleneck_output_norm,
     }
@@ -76,7 +106,8 @@ def test_each_block_component_equals_its_built_sublayer(encoders):
         assert df.loc[component, "each"] == count_params(layer), component
     for k, ffn in enumerate(block.ffns):
         assert df.loc[f"FFN {k} (W1, W2)", "each"] == (
-            count_params(ffn.intermediate) + count_params(ffn.output_dense))
+            count_params(ffn.intermediate) + count_params(ffn.output_dense)
+        )
     assert df[df.group == "block"].each.sum() == count_params(block)
 
 
@@ -117,10 +148,14 @@ def test_shape_trace_matches_a_run_of_the_layer(name):
     cmp = anatomy.compare_shape_trace(c, observed, batch_size=2, seq_length=5)
     assert cmp.match.all(), cmp[~cmp.match]
     # Q, K, V, probabilities, context, output, add & norm; 2 per FFN; linear in/out; s.
-    expected_rows = (7 + 2 * c.num_feedforward_networks + (2 if c.use_bottleneck else 0)
-                     + (1 if c.key_query_shared_bottleneck else 0))
+    expected_rows = (
+        7
+        + 2 * c.num_feedforward_networks
+        + (2 if c.use_bottleneck else 0)
+        + (1 if c.key_query_shared_bottleneck else 0)
+    )
     assert len(cmp) == expected_rows
-    tf.debugging.assert_equal(y, y_plain)          # tracing does not change the computation
+    tf.debugging.assert_equal(y, y_plain)  # tracing does not change the computation
     assert all("call" not in vars(sub) for sub in layer._flatten_layers())  # wrappers removed
 
 
@@ -151,7 +186,7 @@ def test_bert_ratio_is_four_h_squared_over_eight():
 def test_mobilebert_ratio_by_hand_and_against_built_layers(encoders):
     mb = get_preset("mobilebert")
     ffn = 4 * (2 * 128 * 512 + 512 + 128)
-    table1 = 3 * (512 * 128 + 128) + (128 * 128 + 128)          # Q, K, V from 512, O
+    table1 = 3 * (512 * 128 + 128) + (128 * 128 + 128)  # Q, K, V from 512, O
     built = (512 * 128 + 128) + 2 * (128 * 128 + 128) + (512 * 128 + 128) + (128 * 128 + 128)
     assert anatomy.mha_ffn_ratio(mb, "table1") == pytest.approx(table1 / ffn)
     assert anatomy.mha_ffn_ratio(mb, "built") == pytest.approx(built / ffn)
@@ -176,14 +211,16 @@ def test_table1_view_builds_the_table1_shape():
 # ------------------------------------------------------------------------- FLOPs
 def test_mobilebert_flops_by_hand():
     T = 128
-    per_block = (T * 512 * 128 * 2          # input bottleneck, shared Q/K bottleneck
-                 + T * 128 * 128 * 2         # Q, K from the 128-d shared bottleneck
-                 + T * 512 * 128             # V from the 512-d input
-                 + T * T * 128 * 2           # scores, context
-                 + T * 128 * 128             # attention output
-                 + 4 * 2 * T * 128 * 512     # 4 FFNs
-                 + T * 128 * 512)            # output bottleneck
-    macs = T * 384 * 512 + 24 * per_block   # + trigram projection
+    per_block = (
+        T * 512 * 128 * 2  # input bottleneck, shared Q/K bottleneck
+        + T * 128 * 128 * 2  # Q, K from the 128-d shared bottleneck
+        + T * 512 * 128  # V from the 512-d input
+        + T * T * 128 * 2  # scores, context
+        + T * 128 * 128  # attention output
+        + 4 * 2 * T * 128 * 512  # 4 FFNs
+        + T * 128 * 512
+    )  # output bottleneck
+    macs = T * 384 * 512 + 24 * per_block  # + trigram projection
     assert anatomy.flops(get_preset("mobilebert"), T) == 2 * macs
 
 
@@ -192,15 +229,17 @@ def test_heads_only_flops_by_hand():
     T, q = 128, 21
 
     def block(queries):
-        return (queries * 512 * 128          # input bottleneck (the attention residual)
-                + T * 512 * 128              # shared Q/K bottleneck: keys need every token
-                + queries * 128 * 128        # Q
-                + T * 128 * 128              # K
-                + T * 512 * 128              # V from the 512-d input
-                + queries * T * 128 * 2      # scores, context
-                + queries * 128 * 128        # attention output
-                + 4 * 2 * queries * 128 * 512  # 4 FFNs
-                + queries * 128 * 512)       # output bottleneck
+        return (
+            queries * 512 * 128  # input bottleneck (the attention residual)
+            + T * 512 * 128  # shared Q/K bottleneck: keys need every token
+            + queries * 128 * 128  # Q
+            + T * 128 * 128  # K
+            + T * 512 * 128  # V from the 512-d input
+            + queries * T * 128 * 2  # scores, context
+            + queries * 128 * 128  # attention output
+            + 4 * 2 * queries * 128 * 512  # 4 FFNs
+            + queries * 128 * 512
+        )  # output bottleneck
 
     c = get_preset("mobilebert")
     macs = T * 384 * 512 + 23 * block(T) + block(q)
@@ -210,14 +249,16 @@ def test_heads_only_flops_by_hand():
         anatomy.heads_only_flops(c, T, T + 1)
 
 
-@pytest.mark.parametrize("name", ["mobilebert", "ibbert_large", "bert_base",
-                                  "tiny_student_f3_pooler"])
+@pytest.mark.parametrize(
+    "name", ["mobilebert", "ibbert_large", "bert_base", "tiny_student_f3_pooler"]
+)
 def test_matmul_flops_from_built_kernel_sizes(encoders, name):
     """2·T·(kernel entries) for every projection + 4·T²·w per block for scores and context."""
     T, c, enc = 16, SMALL_CONFIGS[name], encoders[name]
-    kernels = sum(int(tf.size(v)) for v in enc.weights
-                  if "kernel" in v.name and "pooler" not in v.name)
-    pooler = 2 * c.hidden_size ** 2 if c.classifier_activation else 0
+    kernels = sum(
+        int(tf.size(v)) for v in enc.weights if "kernel" in v.name and "pooler" not in v.name
+    )
+    pooler = 2 * c.hidden_size**2 if c.classifier_activation else 0
     attention = c.num_hidden_layers * 4 * T * T * c.attention_width
     assert anatomy.flops(c, T) == 2 * T * kernels + attention + pooler
 
@@ -253,13 +294,19 @@ def test_tables_cover_the_paper_numbers():
 
 def test_figures_are_written(tmp_path):
     import matplotlib
+
     matplotlib.use("Agg")
     from mbert_lib.viz import anatomy as viz
 
     mb = get_preset("mobilebert")
-    viz.plot_preset_sizes(anatomy.preset_table(["mobilebert", "tiny_student"]),
-                          tmp_path / "presets.png")
-    viz.plot_mha_ffn_ratio(anatomy.mha_ffn_table({"mobilebert": mb}), MHA_FFN_RATIO_BAND,
-                           anatomy.ffn_count_sweep(mb, range(1, 4)), tmp_path / "ratio.png")
+    viz.plot_preset_sizes(
+        anatomy.preset_table(["mobilebert", "tiny_student"]), tmp_path / "presets.png"
+    )
+    viz.plot_mha_ffn_ratio(
+        anatomy.mha_ffn_table({"mobilebert": mb}),
+        MHA_FFN_RATIO_BAND,
+        anatomy.ffn_count_sweep(mb, range(1, 4)),
+        tmp_path / "ratio.png",
+    )
     for name in ("presets.png", "ratio.png"):
         assert (tmp_path / name).read_bytes()[:4] == b"\x89PNG"

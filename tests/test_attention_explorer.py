@@ -29,12 +29,16 @@ matplotlib.use("Agg")
 
 WORDS = ["the", "a", "film", "plot", "was", "is", "very", "good", "bad", "and"]
 TOKENIZER = WordPieceTokenizer(list(SPECIAL_TOKENS) + WORDS + [f"w{i}" for i in range(3)])
-SMALL = {"vocab_size": TOKENIZER.vocab_size, "max_position_embeddings": 32,
-         "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0}
+SMALL = {
+    "vocab_size": TOKENIZER.vocab_size,
+    "max_position_embeddings": 32,
+    "hidden_dropout_prob": 0.0,
+    "attention_probs_dropout_prob": 0.0,
+}
 LAYER_MAP = (1, 2)
 SENTENCE = "the film was very good"
 TOKENS = ["[CLS]", "the", "film", "was", "very", "good", "[SEP]"]
-SEQ = 12                                                     # 5 padding positions
+SEQ = 12  # 5 padding positions
 
 
 @pytest.fixture(scope="module")
@@ -68,18 +72,27 @@ def numpy_attention(model, sentence, seq_length=None):
 
         layer.call = spy
     try:
-        model.encoder({"input_word_ids": tf.constant([ids]),
-                       "input_mask": tf.constant([mask.astype(np.int32)])}, training=False)
+        model.encoder(
+            {
+                "input_word_ids": tf.constant([ids]),
+                "input_mask": tf.constant([mask.astype(np.int32)]),
+            },
+            training=False,
+        )
     finally:
         for block in model.encoder.blocks:
             del block.attention.call
     maps = []
     for layer, query, key in seen:
+
         def project(x, head):
-            return (np.einsum("BTD,DNd->BNTd", x.astype(np.float64), head.kernel.numpy())
-                    + head.bias.numpy()[None, :, None])
-        q, k = project(query, layer.query), project(key, layer.key)               # [1, N, S, d]
-        scores = q @ k.transpose(0, 1, 3, 2) / math.sqrt(layer.head_size)          # [1, N, S, S]
+            return (
+                np.einsum("BTD,DNd->BNTd", x.astype(np.float64), head.kernel.numpy())
+                + head.bias.numpy()[None, :, None]
+            )
+
+        q, k = project(query, layer.query), project(key, layer.key)  # [1, N, S, d]
+        scores = q @ k.transpose(0, 1, 3, 2) / math.sqrt(layer.head_size)  # [1, N, S, S]
         scores = np.where(mask, scores, -np.inf)
         e = np.exp(scores - scores.max(-1, keepdims=True))
         maps.append((e / e.sum(-1, keepdims=True))[0][:, :real, :real])
@@ -94,8 +107,9 @@ def numpy_kl(p, q):
 # when padded, zeros when not. So the two inputs have different maps; each must match.
 @pytest.mark.parametrize("seq_length", [None, SEQ])
 def test_maps_and_kls_equal_an_independent_computation_with_padding_cut_off(models, seq_length):
-    explorer = ae.AttentionExplorer(models[0], {"final": models[1]}, TOKENIZER, LAYER_MAP,
-                                    seq_length)
+    explorer = ae.AttentionExplorer(
+        models[0], {"final": models[1]}, TOKENIZER, LAYER_MAP, seq_length
+    )
     teacher = numpy_attention(models[0], SENTENCE, seq_length)
     student = numpy_attention(models[1], SENTENCE, seq_length)
     for layer in range(2):
@@ -108,8 +122,9 @@ def test_maps_and_kls_equal_an_independent_computation_with_padding_cut_off(mode
             np.testing.assert_allclose(view["student_probs"], want_s, atol=1e-6)
             np.testing.assert_allclose(view["teacher_probs"].sum(-1), 1.0, atol=1e-6)
             np.testing.assert_allclose(view["student_probs"].sum(-1), 1.0, atol=1e-6)
-            np.testing.assert_allclose(view["row_kl"], numpy_kl(want_t, want_s), rtol=1e-4,
-                                       atol=1e-6)
+            np.testing.assert_allclose(
+                view["row_kl"], numpy_kl(want_t, want_s), rtol=1e-4, atol=1e-6
+            )
     per_layer = [numpy_kl(teacher[t], student[k]).mean() for k, t in enumerate(LAYER_MAP)]
     np.testing.assert_allclose(view["layer_kl"], per_layer, rtol=1e-4)
     assert (view["layer"], view["teacher_layer"], view["head"]) == (1, 2, 3)
@@ -126,24 +141,25 @@ def test_the_static_figure_has_three_maps_with_their_own_colour_bars(explorer):
     view, fig = explorer.update(SENTENCE, 1, 2, "final")
     titled = [ax for ax in fig.axes if ax.collections and ax.get_title()]
     maps = titled[:3]
-    assert [ax.get_title() for ax in maps] == ["teacher · layer 2 · head 2",
-                                               "student · layer 1 · head 2",
-                                               "teacher − student"]
+    assert [ax.get_title() for ax in maps] == [
+        "teacher · layer 2 · head 2",
+        "student · layer 1 · head 2",
+        "teacher − student",
+    ]
     assert "final" in fig.get_suptitle() and "head 2" in fig.get_suptitle()
     values = [np.asarray(ax.collections[0].get_array()).reshape(7, 7) for ax in maps]
-    np.testing.assert_allclose(values[2], view["teacher_probs"] - view["student_probs"],
-                               atol=1e-7)
+    np.testing.assert_allclose(values[2], view["teacher_probs"] - view["student_probs"], atol=1e-7)
     limits = [ax.collections[0].get_clim() for ax in maps]
     assert limits[0][1] == pytest.approx(view["teacher_probs"].max())
     assert limits[1][1] == pytest.approx(view["student_probs"].max())
-    assert limits[2][0] == pytest.approx(-limits[2][1])                  # centred at zero
+    assert limits[2][0] == pytest.approx(-limits[2][1])  # centred at zero
     colour_bars = [ax for ax in fig.axes if ax.get_label() == "<colorbar>"]
     assert len(colour_bars) == 3
     labels = [t.get_text() for t in maps[0].get_xticklabels()]
     assert labels == TOKENS
     assert min(t.get_fontsize() for t in maps[0].get_xticklabels()) >= 9
-    assert len(fig.axes) == 8                                 # + row-KL and per-layer bars
-    assert ae.explore(explorer, SENTENCE, 1, 2, widgets=False).axes   # the static fallback
+    assert len(fig.axes) == 8  # + row-KL and per-layer bars
+    assert ae.explore(explorer, SENTENCE, 1, 2, widgets=False).axes  # the static fallback
 
 
 def test_the_widgets_call_the_explorer_on_every_change(explorer, monkeypatch):
@@ -151,8 +167,11 @@ def test_the_widgets_call_the_explorer_on_every_change(explorer, monkeypatch):
     update = explorer.update
     monkeypatch.setattr(explorer, "update", lambda *a, **k: calls.append(k) or update(*a, **k))
     box = ae.explore(explorer, SENTENCE, widgets=True)
-    text, (layer, head, snapshot), message, image = (box.children[0], box.children[1].children,
-                                                     *box.children[2:])
+    text, (layer, head, snapshot), message, image = (
+        box.children[0],
+        box.children[1].children,
+        *box.children[2:],
+    )
     first = bytes(image.value)
     assert first.startswith(b"\x89PNG") and message.value == ""
     layer.value, head.value = 1, 3
@@ -161,20 +180,23 @@ def test_the_widgets_call_the_explorer_on_every_change(explorer, monkeypatch):
     assert (layer.max, head.max, snapshot.options) == (1, 3, ("final",))
     assert bytes(image.value).startswith(b"\x89PNG") and bytes(image.value) != first
     shown = bytes(image.value)
-    text.value = ""                                           # a bad choice: said, figure kept
+    text.value = ""  # a bad choice: said, figure kept
     assert "sentence is empty" in message.value and bytes(image.value) == shown
-    assert not ae.widgets_available()                         # pytest: no Jupyter kernel
+    assert not ae.widgets_available()  # pytest: no Jupyter kernel
 
 
-@pytest.mark.parametrize("args, message", [
-    (("", 0, 0, "final"), "sentence is empty"),
-    (("   ", 0, 0, "final"), "sentence is empty"),
-    ((SENTENCE, 2, 0, "final"), r"layer must be in 0\.\.1 \(the student has 2 layers\), got 2"),
-    ((SENTENCE, -1, 0, "final"), r"layer must be in 0\.\.1"),
-    ((SENTENCE, 0, 4, "final"), r"head must be in 0\.\.3 \(4 attention heads\), got 4"),
-    ((SENTENCE, 0, 0, "after PD"), r"unknown snapshot 'after PD'; known: \['final'\]"),
-    (("the film " * 6, 0, 0, "final"), "14 tokens with .* at most 12 fit"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("", 0, 0, "final"), "sentence is empty"),
+        (("   ", 0, 0, "final"), "sentence is empty"),
+        ((SENTENCE, 2, 0, "final"), r"layer must be in 0\.\.1 \(the student has 2 layers\), got 2"),
+        ((SENTENCE, -1, 0, "final"), r"layer must be in 0\.\.1"),
+        ((SENTENCE, 0, 4, "final"), r"head must be in 0\.\.3 \(4 attention heads\), got 4"),
+        ((SENTENCE, 0, 0, "after PD"), r"unknown snapshot 'after PD'; known: \['final'\]"),
+        (("the film " * 6, 0, 0, "final"), "14 tokens with .* at most 12 fit"),
+    ],
+)
 def test_bad_choices_say_what_is_wrong(explorer, args, message):
     with pytest.raises(ValueError, match=message):
         explorer.view(*args)
@@ -210,18 +232,26 @@ def runs(tmp_path_factory):
     config = experiment.student.build_config()
     save_model_dir(build_pretrainer(experiment.teacher.build_config()), root / "teacher")
     kernels = {"PKT: after PD": _save_run(root / "pkt", experiment, seed=1)}
-    stages = [s for s in plan_stages(experiment.distillation, config.num_hidden_layers)
-              if s.layer_wise]
-    for seed, (name, directory) in enumerate([("PKT: before stage layer_0", init_dir(root / "pkt"))]
-                                             + [(f"PKT: after stage {s.name}", os.path.join(
-                                                 stage_dir(root / "pkt", s), "checkpoints"))
-                                                for s in stages], start=10):
+    stages = [
+        s for s in plan_stages(experiment.distillation, config.num_hidden_layers) if s.layer_wise
+    ]
+    for seed, (name, directory) in enumerate(
+        [("PKT: before stage layer_0", init_dir(root / "pkt"))]
+        + [
+            (f"PKT: after stage {s.name}", os.path.join(stage_dir(root / "pkt", s), "checkpoints"))
+            for s in stages
+        ],
+        start=10,
+    ):
         tf_keras.utils.set_random_seed(seed)
         student = build_pretrainer(config)
         tf.train.Checkpoint(model=student).save(os.path.join(directory, "ckpt"))
         kernels[name] = _query_kernel(student)
-    kernels["no AT: after PD"] = _save_run(root / "no_at", apply_overrides(
-        experiment, "distillation.layer_wise.use_attention=false"), seed=2)
+    kernels["no AT: after PD"] = _save_run(
+        root / "no_at",
+        apply_overrides(experiment, "distillation.layer_wise.use_attention=false"),
+        seed=2,
+    )
     return root, kernels
 
 
@@ -229,13 +259,18 @@ def test_a_progressive_run_gives_every_stage_snapshot_in_training_order(runs):
     root, kernels = runs
     explorer = ae.AttentionExplorer.from_runs(root / "teacher", root / "pkt", root / "no_at")
     assert list(explorer.snapshots) == [
-        "PKT: before stage layer_0", "PKT: after stage layer_0", "PKT: before stage layer_1",
-        "PKT: after stage layer_1", "PKT: after PD", "no AT: after PD"]
+        "PKT: before stage layer_0",
+        "PKT: after stage layer_0",
+        "PKT: before stage layer_1",
+        "PKT: after stage layer_1",
+        "PKT: after PD",
+        "no AT: after PD",
+    ]
     s = explorer.snapshots
     assert s["PKT: after stage layer_0"] is s["PKT: before stage layer_1"]
     for name, kernel in kernels.items():
         np.testing.assert_array_equal(_query_kernel(s[name]), kernel, err_msg=name)
-    assert len({float(k.sum()) for k in kernels.values()}) == len(kernels)   # all different
+    assert len({float(k.sum()) for k in kernels.values()}) == len(kernels)  # all different
     assert (explorer.seq_length, explorer.layer_map) == (None, (0, 1))
     view = explorer.view("the film", 1, 0, "no AT: after PD")
     assert view["tokens"] == ["[CLS]", "the", "film", "[SEP]"] and view["layer_kl"].shape == (2,)

@@ -8,23 +8,38 @@ import mbert_lib  # noqa: F401
 from mbert_lib.bench import tflite_latency
 from mbert_lib.cli import main
 
-REQUIRED = {"model", "normalization_type", "hidden_act", "precision", "threads", "seq_length",
-            "median_ms", "size_bytes", "min_ms", "repeats", "tflite"}
+REQUIRED = {
+    "model",
+    "normalization_type",
+    "hidden_act",
+    "precision",
+    "threads",
+    "seq_length",
+    "median_ms",
+    "size_bytes",
+    "min_ms",
+    "repeats",
+    "tflite",
+}
 
 
 def test_variants_cover_table7_once_and_only_for_mobilebert_shapes():
     vs = tflite_latency.variants(["mobilebert", "bert_base"])
     keys = [v.key for v in vs]
     assert len(keys) == len(set(keys))
-    grid = {(v.config.normalization_type, v.config.hidden_act)
-            for v in vs if v.model == "mobilebert" and v.precision == "fp32"}
+    grid = {
+        (v.config.normalization_type, v.config.hidden_act)
+        for v in vs
+        if v.model == "mobilebert" and v.precision == "fp32"
+    }
     assert grid == set(tflite_latency.TABLE7_GRID)
     assert {v.precision for v in vs if v.model == "bert_base"} == {"fp32", "dynamic_int8"}
     assert all(v.config.normalization_type == "layer_norm" for v in vs if v.model == "bert_base")
     no_opt = [v for v in vs if v.key == "mobilebert_layer_norm_gelu_fp32"][0]
     # Table 7 changes only the norm and the activation: FLOPs and shapes stay MobileBERT's.
-    assert no_opt.config.replace(normalization_type="no_norm", hidden_act="relu") == \
-        mbert_lib.get_preset("mobilebert")
+    assert no_opt.config.replace(
+        normalization_type="no_norm", hidden_act="relu"
+    ) == mbert_lib.get_preset("mobilebert")
     assert len(tflite_latency.variants(["mobilebert"], table7=False)) == 2
 
 
@@ -35,9 +50,16 @@ def test_expand_models():
 
 
 def _record(model, precision, threads, ms, size, norm="no_norm", act="relu"):
-    return {"model": model, "normalization_type": norm, "hidden_act": act,
-            "precision": precision, "threads": threads, "median_ms": ms, "min_ms": ms / 2,
-            "size_bytes": size}
+    return {
+        "model": model,
+        "normalization_type": norm,
+        "hidden_act": act,
+        "precision": precision,
+        "threads": threads,
+        "median_ms": ms,
+        "min_ms": ms / 2,
+        "size_bytes": size,
+    }
 
 
 def test_summary_ratios():
@@ -60,9 +82,28 @@ def test_summary_ratios():
 
 def test_cli_end_to_end_on_tiny_models(tmp_path, capsys):
     out = tmp_path / "latency.json"
-    code = main(["bench", "latency", "--models", "tiny", "--precisions", "fp32",
-                 "--threads", "1,2", "--repeats", "3", "--warmup", "1", "--seq_length", "32",
-                 "--workdir", str(tmp_path / "work"), "--json", str(out)])
+    code = main(
+        [
+            "bench",
+            "latency",
+            "--models",
+            "tiny",
+            "--precisions",
+            "fp32",
+            "--threads",
+            "1,2",
+            "--repeats",
+            "3",
+            "--warmup",
+            "1",
+            "--seq_length",
+            "32",
+            "--workdir",
+            str(tmp_path / "work"),
+            "--json",
+            str(out),
+        ]
+    )
     assert code == 0
     records = json.loads(out.read_text())
     # 2 models x fp32 x 2 threads, plus 3 more Table 7 cells x 2 threads.
@@ -78,8 +119,9 @@ def test_cli_end_to_end_on_tiny_models(tmp_path, capsys):
 
 
 def test_cli_rejects_bad_flags(tmp_path, capsys):
-    assert main(["bench", "latency", "--json", str(tmp_path / "x.json"),
-                 "--precisions", "int8"]) == 2
+    assert (
+        main(["bench", "latency", "--json", str(tmp_path / "x.json"), "--precisions", "int8"]) == 2
+    )
     assert "int8 needs calibration data" in capsys.readouterr().err
     assert main(["bench", "latency", "--json", str(tmp_path / "x.json"), "--models", "bert"]) == 2
     assert "unknown model 'bert'" in capsys.readouterr().err

@@ -62,6 +62,7 @@ def test_interleaved_order_and_attribution(clock):
         def fn():
             order.append(name)
             clock.now += seconds
+
         return fn
 
     fns = {"a": make("a", 0.001), "b": make("b", 0.005), "c": make("c", 0.002)}
@@ -93,10 +94,12 @@ def test_bad_callables_raise():
 
 
 def test_write_json_round_trip(tmp_path):
-    records = [{"model": "m", "median_ms": 1.5, "jit": False, "shape": [1, 2]},
-               {"model": "n", "median_ms": 2.0, "jit": True, "shape": [3]}]
+    records = [
+        {"model": "m", "median_ms": 1.5, "jit": False, "shape": [1, 2]},
+        {"model": "n", "median_ms": 2.0, "jit": True, "shape": [3]},
+    ]
     path = tmp_path / "sub" / "latency.json"
-    write_json(iter(records), path)          # any iterable; parent directories created
+    write_json(iter(records), path)  # any iterable; parent directories created
     assert json.loads(path.read_text(encoding="utf-8")) == records
     assert os.listdir(path.parent) == ["latency.json"]
 

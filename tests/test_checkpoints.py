@@ -1,4 +1,5 @@
-"""Model directories and checkpoints (mbert_lib.checkpoints): round trips and clear mismatch errors."""
+"""Model directories and checkpoints (mbert_lib.checkpoints): round trips and clear mismatch
+errors."""
 
 import os
 
@@ -8,8 +9,7 @@ import tensorflow as tf
 import tf_keras
 
 import mbert_lib  # noqa: F401  (sets TF_USE_LEGACY_KERAS before Keras loads)
-from mbert_lib import build_classifier, build_encoder, build_pretrainer, get_preset
-from mbert_lib import checkpoints
+from mbert_lib import build_classifier, build_encoder, build_pretrainer, checkpoints, get_preset
 from mbert_lib.export.representative import random_features
 
 CONFIG = get_preset("tiny_student").replace(num_hidden_layers=2, vocab_size=64)
@@ -31,8 +31,9 @@ def test_encoder_roundtrip_from_prefix_and_directory(tmp_path):
     tf_keras.utils.set_random_seed(2)  # the fresh model starts from other weights
     for path in (prefix, tmp_path / "enc"):
         loaded = checkpoints.load_model(path, "encoder", CONFIG)
-        np.testing.assert_array_equal(_outputs(loaded, "sequence_output"),
-                                      _outputs(encoder, "sequence_output"))
+        np.testing.assert_array_equal(
+            _outputs(loaded, "sequence_output"), _outputs(encoder, "sequence_output")
+        )
 
 
 def test_directory_written_by_checkpoint_manager_gives_latest(tmp_path):
@@ -43,8 +44,9 @@ def test_directory_written_by_checkpoint_manager_gives_latest(tmp_path):
     encoder.embedding.norm.gamma.assign(encoder.embedding.norm.gamma * 3.0)
     manager.save()
     loaded = checkpoints.load_model(tmp_path, "encoder", CONFIG)
-    np.testing.assert_array_equal(loaded.embedding.norm.gamma.numpy(),
-                                  encoder.embedding.norm.gamma.numpy())
+    np.testing.assert_array_equal(
+        loaded.embedding.norm.gamma.numpy(), encoder.embedding.norm.gamma.numpy()
+    )
 
 
 def test_classifier_roundtrip_reads_num_classes(tmp_path):
@@ -55,31 +57,38 @@ def test_classifier_roundtrip_reads_num_classes(tmp_path):
     np.testing.assert_array_equal(_outputs(loaded, "logits"), _outputs(classifier, "logits"))
 
 
-@pytest.mark.parametrize("build", [lambda: build_classifier(CONFIG, 2), lambda: build_pretrainer(CONFIG)],
-                         ids=["classifier", "pretrainer"])
+@pytest.mark.parametrize(
+    "build",
+    [lambda: build_classifier(CONFIG, 2), lambda: build_pretrainer(CONFIG)],
+    ids=["classifier", "pretrainer"],
+)
 def test_encoder_loads_from_a_task_model_checkpoint(tmp_path, build):
     task_model = build()
     prefix = _write(task_model, tmp_path / "ckpt")
     loaded = checkpoints.load_model(prefix, "encoder", CONFIG)
-    np.testing.assert_array_equal(_outputs(loaded, "sequence_output"),
-                                  _outputs(task_model.encoder, "sequence_output"))
+    np.testing.assert_array_equal(
+        _outputs(loaded, "sequence_output"), _outputs(task_model.encoder, "sequence_output")
+    )
 
 
 def test_training_checkpoint_with_optimizer_loads(tmp_path):
     classifier = build_classifier(CONFIG, 2)
     optimizer = tf_keras.optimizers.Adam()
     optimizer.build(classifier.trainable_variables)
-    prefix = tf.train.Checkpoint(model=classifier, optimizer=optimizer,
-                                 step=tf.Variable(7)).write(str(tmp_path / "ckpt"))
+    prefix = tf.train.Checkpoint(model=classifier, optimizer=optimizer, step=tf.Variable(7)).write(
+        str(tmp_path / "ckpt")
+    )
     loaded = checkpoints.load_model(prefix, "classifier", CONFIG)
     np.testing.assert_array_equal(_outputs(loaded, "logits"), _outputs(classifier, "logits"))
 
 
 def test_config_mismatch_names_the_variable_and_shapes(tmp_path):
     prefix = _write(build_encoder(CONFIG), tmp_path / "ckpt")
-    with pytest.raises(checkpoints.CheckpointMismatchError,
-                       match=r"model/embedding/word_embeddings/embeddings  found \[64, 32\], "
-                             r"expected \[100, 32\]"):
+    with pytest.raises(
+        checkpoints.CheckpointMismatchError,
+        match=r"model/embedding/word_embeddings/embeddings  found \[64, 32\], "
+        r"expected \[100, 32\]",
+    ):
         checkpoints.load_model(prefix, "encoder", CONFIG.replace(vocab_size=100))
 
 
@@ -93,7 +102,9 @@ def test_layer_count_mismatch_both_ways(tmp_path):
 
 def test_classifier_from_encoder_checkpoint_is_refused(tmp_path):
     prefix = _write(build_encoder(CONFIG), tmp_path / "ckpt")
-    with pytest.raises(checkpoints.CheckpointMismatchError, match="holds a encoder, not a classifier"):
+    with pytest.raises(
+        checkpoints.CheckpointMismatchError, match="holds a encoder, not a classifier"
+    ):
         checkpoints.load_model(prefix, "classifier", CONFIG)
 
 
@@ -110,14 +121,23 @@ def test_missing_checkpoint_and_foreign_checkpoint(tmp_path):
 def test_save_model_dir_is_complete_or_absent(tmp_path):
     pretrainer = build_pretrainer(CONFIG)
     out = tmp_path / "model"
-    checkpoints.save_model_dir(pretrainer, out, extra_files={"note.json": "{}"},
-                               save_tokenizer=lambda d: (tmp_path / "seen").write_text(d))
+    checkpoints.save_model_dir(
+        pretrainer,
+        out,
+        extra_files={"note.json": "{}"},
+        save_tokenizer=lambda d: (tmp_path / "seen").write_text(d),
+    )
     assert sorted(p.name for p in out.iterdir()) == [
-        "bert_config.json", "model.ckpt.data-00000-of-00001", "model.ckpt.index", "note.json"]
-    loaded = checkpoints.load_pretrainer(out)          # config read from bert_config.json
+        "bert_config.json",
+        "model.ckpt.data-00000-of-00001",
+        "model.ckpt.index",
+        "note.json",
+    ]
+    loaded = checkpoints.load_pretrainer(out)  # config read from bert_config.json
     assert loaded.config == CONFIG
-    np.testing.assert_array_equal(_outputs(loaded, "sequence_output"),
-                                  _outputs(pretrainer, "sequence_output"))
+    np.testing.assert_array_equal(
+        _outputs(loaded, "sequence_output"), _outputs(pretrainer, "sequence_output")
+    )
     with pytest.raises(FileExistsError):
         checkpoints.save_model_dir(pretrainer, out)
 
@@ -125,16 +145,20 @@ def test_save_model_dir_is_complete_or_absent(tmp_path):
         raise OSError("disk full")
 
     with pytest.raises(OSError, match="disk full"):
-        checkpoints.save_model_dir(pretrainer, tmp_path / "broken", save_tokenizer=failing_tokenizer)
+        checkpoints.save_model_dir(
+            pretrainer, tmp_path / "broken", save_tokenizer=failing_tokenizer
+        )
     assert not (tmp_path / "broken").exists()
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
 
 
 def test_tf_models_pretrainer_layout_loads(tmp_path):
     pretrainer = build_pretrainer(CONFIG)
-    prefix = tf.train.Checkpoint(encoder=pretrainer.encoder, masked_lm=pretrainer.masked_lm,
-                                 next_sentence=pretrainer.next_sentence).write(
-        str(tmp_path / "ckpt"))
+    prefix = tf.train.Checkpoint(
+        encoder=pretrainer.encoder,
+        masked_lm=pretrainer.masked_lm,
+        next_sentence=pretrainer.next_sentence,
+    ).write(str(tmp_path / "ckpt"))
     for kind, key in (("pretrainer", "mlm_logits"), ("encoder", "sequence_output")):
         loaded = checkpoints.load_model(prefix, kind, CONFIG)
         np.testing.assert_array_equal(_outputs(loaded, key), _outputs(pretrainer, key))
@@ -167,8 +191,10 @@ def test_a_damaged_model_directory_is_named_by_every_reader(tmp_path, capsys, ho
     _damage(directory / "model.ckpt", how)
     with pytest.raises(checkpoints.DamagedCheckpointError, match="damaged or incomplete"):
         checkpoints.load_pretrainer(directory)
-    assert main(["export", "hf", "--checkpoint", str(directory),
-                 "--export_dir", str(tmp_path / "hf")]) == 2
+    assert (
+        main(["export", "hf", "--checkpoint", str(directory), "--export_dir", str(tmp_path / "hf")])
+        == 2
+    )
     err = capsys.readouterr().err
     assert f"{directory / 'model.ckpt'}: the checkpoint's files are damaged" in err, err
     assert "Traceback" not in err and not (tmp_path / "hf").exists()
@@ -188,7 +214,7 @@ def test_resuming_passes_over_a_damaged_latest_checkpoint(tmp_path):
     resumed = RunCheckpoint(tmp_path, max_to_keep=3, weights=weights)
     weights.assign(tf.zeros([64, 32]))
     assert resumed.restore_latest(messages.append).endswith("-1")
-    assert float(weights[0, 0]) == 1.0                     # the checkpoint before it
+    assert float(weights[0, 0]) == 1.0  # the checkpoint before it
     assert len(messages) == 1 and newest in messages[0] and "trying the one before" in messages[0]
     _damage(newest[:-1] + "1", "garbled index")
     with pytest.raises(checkpoints.DamagedCheckpointError, match="none of the 2 checkpoint"):

@@ -16,8 +16,13 @@ def test_presets_table_lists_every_preset_with_its_shape(capsys):
     for name, config in PRESETS.items():
         L, H, h, E, N, F = map(int, rows[name][1:7])
         assert (L, H, h, E, N, F) == (
-            config.num_hidden_layers, config.hidden_size, config.attention_width,
-            config.embedding_size, config.num_attention_heads, config.num_feedforward_networks)
+            config.num_hidden_layers,
+            config.hidden_size,
+            config.attention_width,
+            config.embedding_size,
+            config.num_attention_heads,
+            config.num_feedforward_networks,
+        )
         assert rows[name][7:] == [config.normalization_type, config.hidden_act]
 
 

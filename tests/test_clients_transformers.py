@@ -12,22 +12,23 @@ torch = pytest.importorskip("torch")
 from mbert_lib.cli import main  # noqa: E402
 from mbert_lib.convert import pretrainer_from_tf1_arrays, save_pretrainer  # noqa: E402
 from mbert_lib.data.tokenizer import load_tokenizer, save_tokenizer  # noqa: E402
-from tests.classifier_fixtures import (PAIRS, POOLED, SENTENCES, packed_ids,  # noqa: E402
-                                       save_classifier)
+from tests.classifier_fixtures import PAIRS, POOLED, SENTENCES, packed_ids, save_classifier  # noqa: E402
 from tests.convert_fixtures import random_arrays, reference_shapes  # noqa: E402
 from tests.finetune_fixtures import tokenizer  # noqa: E402
 
 
 def _load(cls, directory):
     model, info = cls.from_pretrained(str(directory), output_loading_info=True)
-    assert {k: v for k, v in info.items() if v} == {}, info     # no missing / unexpected keys
+    assert {k: v for k, v in info.items() if v} == {}, info  # no missing / unexpected keys
     return model.eval()
 
 
 def _torch_inputs(ids):
-    return {"input_ids": torch.tensor(ids["input_word_ids"], dtype=torch.long),
-            "attention_mask": torch.tensor(ids["input_mask"], dtype=torch.long),
-            "token_type_ids": torch.tensor(ids["input_type_ids"], dtype=torch.long)}
+    return {
+        "input_ids": torch.tensor(ids["input_word_ids"], dtype=torch.long),
+        "attention_mask": torch.tensor(ids["input_mask"], dtype=torch.long),
+        "token_type_ids": torch.tensor(ids["input_type_ids"], dtype=torch.long),
+    }
 
 
 def test_pretrainer_loads_and_computes_the_same_logits(tmp_path):
@@ -35,25 +36,55 @@ def test_pretrainer_loads_and_computes_the_same_logits(tmp_path):
     model = pretrainer_from_tf1_arrays(config, random_arrays(reference_shapes(config), seed=3))
     save_pretrainer(model, tmp_path / "ckpt", use_model_prefix=True)
     save_tokenizer(tokenizer(), tmp_path / "ckpt")
-    assert main(["export", "hf", "--checkpoint", str(tmp_path / "ckpt"),
-                 "--export_dir", str(tmp_path / "hf")]) == 0
+    assert (
+        main(
+            [
+                "export",
+                "hf",
+                "--checkpoint",
+                str(tmp_path / "ckpt"),
+                "--export_dir",
+                str(tmp_path / "hf"),
+            ]
+        )
+        == 0
+    )
     hf = _load(transformers.MobileBertForPreTraining, tmp_path / "hf")
     ids = packed_ids(tmp_path / "hf" / "vocab.txt", SENTENCES, PAIRS)
     with torch.no_grad():
         out = hf(**_torch_inputs(ids))
-    ours = model({**ids, "masked_lm_positions": np.tile(np.arange(ids["input_mask"].shape[1],
-                                                                  dtype=np.int32), (3, 1))})
-    np.testing.assert_allclose(out.prediction_logits.numpy(), ours["mlm_logits"].numpy(),
-                               rtol=1e-4, atol=2e-4)
-    np.testing.assert_allclose(out.seq_relationship_logits.numpy(), ours["nsp_logits"].numpy(),
-                               rtol=1e-4, atol=1e-4)
+    ours = model(
+        {
+            **ids,
+            "masked_lm_positions": np.tile(
+                np.arange(ids["input_mask"].shape[1], dtype=np.int32), (3, 1)
+            ),
+        }
+    )
+    np.testing.assert_allclose(
+        out.prediction_logits.numpy(), ours["mlm_logits"].numpy(), rtol=1e-4, atol=2e-4
+    )
+    np.testing.assert_allclose(
+        out.seq_relationship_logits.numpy(), ours["nsp_logits"].numpy(), rtol=1e-4, atol=1e-4
+    )
 
 
 @pytest.mark.parametrize("task,classes", [("sst2", 2), ("stsb", 1)])
 def test_classifier_loads_with_its_labels_and_predicts_the_same(tmp_path, task, classes):
     model = save_classifier(tmp_path / "ft", task, classes, seed=5)
-    assert main(["export", "hf", "--checkpoint", str(tmp_path / "ft"),
-                 "--export_dir", str(tmp_path / "hf")]) == 0
+    assert (
+        main(
+            [
+                "export",
+                "hf",
+                "--checkpoint",
+                str(tmp_path / "ft"),
+                "--export_dir",
+                str(tmp_path / "hf"),
+            ]
+        )
+        == 0
+    )
     hf = _load(transformers.MobileBertForSequenceClassification, tmp_path / "hf")
     if task == "sst2":
         assert hf.config.id2label == {0: "negative", 1: "positive"}
@@ -72,8 +103,19 @@ def test_classifier_loads_with_its_labels_and_predicts_the_same(tmp_path, task, 
 
 def test_exported_tokenizer_matches_ours_and_truncates_to_the_model_length(tmp_path):
     save_classifier(tmp_path / "ft", "sst2", 2, seed=6)
-    assert main(["export", "hf", "--checkpoint", str(tmp_path / "ft"),
-                 "--export_dir", str(tmp_path / "hf")]) == 0
+    assert (
+        main(
+            [
+                "export",
+                "hf",
+                "--checkpoint",
+                str(tmp_path / "ft"),
+                "--export_dir",
+                str(tmp_path / "hf"),
+            ]
+        )
+        == 0
+    )
     hf_tokenizer = transformers.AutoTokenizer.from_pretrained(str(tmp_path / "hf"))
     ours = load_tokenizer(tmp_path / "ft")
     for text in SENTENCES + ["The MOVIE wás... unknownword!"]:
@@ -82,5 +124,5 @@ def test_exported_tokenizer_matches_ours_and_truncates_to_the_model_length(tmp_p
     limit = POOLED.max_position_embeddings
     assert len(hf_tokenizer(long, truncation=True)["input_ids"]) == limit
     hf = _load(transformers.MobileBertForSequenceClassification, tmp_path / "hf")
-    with torch.no_grad():                    # the truncated input fits the position table
+    with torch.no_grad():  # the truncated input fits the position table
         hf(**hf_tokenizer(long, truncation=True, return_tensors="pt"))

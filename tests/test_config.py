@@ -67,12 +67,15 @@ def _write(tmp_path, text, name="bert_config.json"):
     return path
 
 
-@pytest.mark.parametrize("text, preset", [
-    (RELEASED_MOBILEBERT, "mobilebert"),
-    (RELEASED_MOBILEBERT_TINY, "mobilebert_tiny"),
-    (RELEASED_TEACHER, "ibbert_large"),
-    (RELEASED_BERT_BASE, "bert_base"),
-])
+@pytest.mark.parametrize(
+    "text, preset",
+    [
+        (RELEASED_MOBILEBERT, "mobilebert"),
+        (RELEASED_MOBILEBERT_TINY, "mobilebert_tiny"),
+        (RELEASED_TEACHER, "ibbert_large"),
+        (RELEASED_BERT_BASE, "bert_base"),
+    ],
+)
 def test_released_config_loads_and_equals_preset(tmp_path, text, preset):
     config = MobileBertConfig.from_json_file(_write(tmp_path, text))
     assert config == get_preset(preset)
@@ -177,12 +180,21 @@ INVALID = [
     (dict(normalization_type="batch_norm"), "normalization_type"),
     (dict(embedding_size=1024), "embedding_size"),
     (dict(intra_bottleneck_size=130), "intra_bottleneck_size"),
-    (dict(use_bottleneck=False, intra_bottleneck_size=None, hidden_size=510,
-          embedding_size=128), "hidden_size"),
+    (
+        dict(use_bottleneck=False, intra_bottleneck_size=None, hidden_size=510, embedding_size=128),
+        "hidden_size",
+    ),
     (dict(use_bottleneck=False, key_query_shared_bottleneck=False), "intra_bottleneck_size"),
     (dict(use_bottleneck=False, intra_bottleneck_size=None), "key_query_shared_bottleneck"),
-    (dict(use_bottleneck=False, intra_bottleneck_size=None, key_query_shared_bottleneck=False,
-          use_bottleneck_attention=True), "use_bottleneck_attention"),
+    (
+        dict(
+            use_bottleneck=False,
+            intra_bottleneck_size=None,
+            key_query_shared_bottleneck=False,
+            use_bottleneck_attention=True,
+        ),
+        "use_bottleneck_attention",
+    ),
     (dict(use_bottleneck_attention=True), "use_bottleneck_attention"),
 ]
 
@@ -242,6 +254,13 @@ def test_preset_shapes_match_paper_table_1():
     }
     for name, row in rows.items():
         c = get_preset(name)
-        assert (c.num_hidden_layers, c.hidden_size, c.attention_width, c.embedding_size,
-                c.num_attention_heads, c.num_feedforward_networks, c.intermediate_size,
-                c.normalization_type) == row, name
+        assert (
+            c.num_hidden_layers,
+            c.hidden_size,
+            c.attention_width,
+            c.embedding_size,
+            c.num_attention_heads,
+            c.num_feedforward_networks,
+            c.intermediate_size,
+            c.normalization_type,
+        ) == row, name

@@ -16,13 +16,41 @@ from mbert_lib.convert import CheckpointMismatchError, convert_hf, load_pretrain
 from mbert_lib.convert.hf import hf_unrepresentable
 from mbert_lib.convert.names import name_map
 from mbert_lib.data import load_tokenizer
-from tests.convert_fixtures import (STUDENT, TEACHER, assert_matches_reference, hf_config,
-                                    hf_tensors, inputs, model_outputs, random_arrays,
-                                    reference_shapes)
+from tests.convert_fixtures import (
+    STUDENT,
+    TEACHER,
+    assert_matches_reference,
+    hf_config,
+    hf_tensors,
+    inputs,
+    model_outputs,
+    random_arrays,
+    reference_shapes,
+)
 
-
-VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "cafe", "the", "re", "##sume", "##s", "are",
-         "na", "##ive", "!", "?", ",", ".", "model", "##ed", "un", "##known"]
+VOCAB = [
+    "[PAD]",
+    "[UNK]",
+    "[CLS]",
+    "[SEP]",
+    "[MASK]",
+    "cafe",
+    "the",
+    "re",
+    "##sume",
+    "##s",
+    "are",
+    "na",
+    "##ive",
+    "!",
+    "?",
+    ",",
+    ".",
+    "model",
+    "##ed",
+    "un",
+    "##known",
+]
 SENTENCES = ["Café résumés are NAÏVE?", "The models, unknown!", "zzz qqq.", "re-sumes"]
 
 
@@ -38,25 +66,31 @@ def test_hf_directory_matches_numpy_reference(tmp_path, config):
     arrays = random_arrays(reference_shapes(config), seed=7)
     model_dir = _hf_dir(tmp_path / "hf", config, hf_tensors(arrays))
     out = tmp_path / "tf2"
-    assert main(["convert", "hf", "--model_dir", str(model_dir),
-                 "--tf2_checkpoint_path", str(out)]) == 0
+    assert (
+        main(["convert", "hf", "--model_dir", str(model_dir), "--tf2_checkpoint_path", str(out)])
+        == 0
+    )
     model = load_pretrainer(out)
     assert model.config == config
     assert_matches_reference(model, arrays, config)
     report = json.loads((out / "conversion.json").read_text())
-    assert "transformers_version" in " ".join(report["notes"])   # HF-only keys are reported
+    assert "transformers_version" in " ".join(report["notes"])  # HF-only keys are reported
 
 
 def test_tied_decoder_copies_and_buffers_are_skipped_and_listed(tmp_path):
     arrays = random_arrays(reference_shapes(STUDENT), seed=8)
     tensors = hf_tensors(arrays)
-    tensors["cls.predictions.decoder.weight"] = tensors["mobilebert.embeddings.word_embeddings.weight"]
+    tensors["cls.predictions.decoder.weight"] = tensors[
+        "mobilebert.embeddings.word_embeddings.weight"
+    ]
     tensors["cls.predictions.decoder.bias"] = tensors["cls.predictions.bias"]
     tensors["mobilebert.embeddings.position_ids"] = np.arange(64, dtype=np.int64)[None]
     report = convert_hf(_hf_dir(tmp_path / "hf", STUDENT, tensors), tmp_path / "tf2")
-    assert sorted(report.skipped) == ["cls.predictions.decoder.bias",
-                                      "cls.predictions.decoder.weight",
-                                      "mobilebert.embeddings.position_ids"]
+    assert sorted(report.skipped) == [
+        "cls.predictions.decoder.bias",
+        "cls.predictions.decoder.weight",
+        "mobilebert.embeddings.position_ids",
+    ]
     assert_matches_reference(load_pretrainer(tmp_path / "tf2"), arrays, STUDENT)
 
 
@@ -64,7 +98,8 @@ def test_token_table_read_from_its_tied_copy(tmp_path):
     arrays = random_arrays(reference_shapes(STUDENT), seed=9)
     tensors = hf_tensors(arrays)
     tensors["cls.predictions.decoder.weight"] = tensors.pop(
-        "mobilebert.embeddings.word_embeddings.weight")
+        "mobilebert.embeddings.word_embeddings.weight"
+    )
     report = convert_hf(_hf_dir(tmp_path / "hf", STUDENT, tensors), tmp_path / "tf2")
     assert any("tied copy" in n for n in report.notes)
     assert_matches_reference(load_pretrainer(tmp_path / "tf2"), arrays, STUDENT)
@@ -95,12 +130,15 @@ def test_missing_renamed_and_misshaped_are_all_listed(tmp_path):
     assert not (tmp_path / "tf2").exists()
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"layer_norm_eps": 1e-5}, "layer_norm_eps"),
-    ({"model_type": "bert"}, "model_type"),
-    ({"true_hidden_size": 64}, "true_hidden_size"),
-    ({"normalization_type": "batch_norm"}, "normalization_type"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"layer_norm_eps": 1e-5}, "layer_norm_eps"),
+        ({"model_type": "bert"}, "model_type"),
+        ({"true_hidden_size": 64}, "true_hidden_size"),
+        ({"normalization_type": "batch_norm"}, "normalization_type"),
+    ],
+)
 def test_bad_hf_config_is_named(tmp_path, change, message):
     tensors = hf_tensors(random_arrays(reference_shapes(STUDENT)))
     model_dir = _hf_dir(tmp_path / "hf", STUDENT, tensors, {**hf_config(STUDENT), **change})
@@ -115,18 +153,41 @@ def test_export_hf_then_import_is_exact(tmp_path):
     convert_hf(_hf_dir(tmp_path / "hf_in", STUDENT, hf_tensors(arrays)), first)
 
     vocab = tmp_path / "vocab.txt"
-    vocab.write_text("\n".join(VOCAB + [f"w{i}" for i in range(STUDENT.vocab_size - len(VOCAB))])
-                     + "\n")
+    vocab.write_text(
+        "\n".join(VOCAB + [f"w{i}" for i in range(STUDENT.vocab_size - len(VOCAB))]) + "\n"
+    )
     exported = tmp_path / "hf_out"
-    assert main(["export", "hf", "--checkpoint", str(first), "--export_dir", str(exported),
-                 "--vocab_file", str(vocab)]) == 0
-    assert sorted(os.listdir(exported)) == ["config.json", "model.safetensors",
-                                            "tokenizer_config.json", "vocab.txt"]
+    assert (
+        main(
+            [
+                "export",
+                "hf",
+                "--checkpoint",
+                str(first),
+                "--export_dir",
+                str(exported),
+                "--vocab_file",
+                str(vocab),
+            ]
+        )
+        == 0
+    )
+    assert sorted(os.listdir(exported)) == [
+        "config.json",
+        "model.safetensors",
+        "tokenizer_config.json",
+        "vocab.txt",
+    ]
     tokenizer_config = json.loads((exported / "tokenizer_config.json").read_text())
     assert tokenizer_config["model_max_length"] == STUDENT.max_position_embeddings
     assert tokenizer_config["do_lower_case"] is True
     assert [tokenizer_config[f"{k}_token"] for k in ("unk", "sep", "pad", "cls", "mask")] == [
-        "[UNK]", "[SEP]", "[PAD]", "[CLS]", "[MASK]"]
+        "[UNK]",
+        "[SEP]",
+        "[PAD]",
+        "[CLS]",
+        "[MASK]",
+    ]
     written = load_file(str(exported / "model.safetensors"))
     expected = hf_tensors(arrays)
     assert set(written) == set(expected)
@@ -138,13 +199,17 @@ def test_export_hf_then_import_is_exact(tmp_path):
     assert hf_values["classifier_activation"] is False
 
     second = tmp_path / "second"
-    assert main(["convert", "hf", "--model_dir", str(exported),
-                 "--tf2_checkpoint_path", str(second)]) == 0
-    assert (second / "vocab.txt").read_text() == vocab.read_text()   # the tokenizer came along
+    assert (
+        main(["convert", "hf", "--model_dir", str(exported), "--tf2_checkpoint_path", str(second)])
+        == 0
+    )
+    assert (second / "vocab.txt").read_text() == vocab.read_text()  # the tokenizer came along
     reference = BertWordPieceTokenizer(str(exported / "vocab.txt"), lowercase=True)
     for text in SENTENCES:
-        assert load_tokenizer(second).encode(text) == reference.encode(
-            text, add_special_tokens=False).ids, text
+        assert (
+            load_tokenizer(second).encode(text)
+            == reference.encode(text, add_special_tokens=False).ids
+        ), text
     word_ids, mask, type_ids, positions = inputs(STUDENT)
     a = model_outputs(load_pretrainer(first), word_ids, mask, type_ids, positions)
     b = model_outputs(load_pretrainer(second), word_ids, mask, type_ids, positions)
@@ -162,10 +227,16 @@ def _transformers_query_weight_shape(config):
 
 @pytest.mark.parametrize("name", sorted(PRESETS) + ["teacher_with_shared_qk"])
 def test_representable_exactly_when_the_query_kernel_has_transformers_shape(name):
-    config = (get_preset("tiny_teacher").replace(key_query_shared_bottleneck=True)
-              if name == "teacher_with_shared_qk" else get_preset(name))
-    ours = next(e.hf_shape for e in name_map(config)
-                if e.hf == "mobilebert.encoder.layer.0.attention.self.query.weight")
+    config = (
+        get_preset("tiny_teacher").replace(key_query_shared_bottleneck=True)
+        if name == "teacher_with_shared_qk"
+        else get_preset(name)
+    )
+    ours = next(
+        e.hf_shape
+        for e in name_map(config)
+        if e.hf == "mobilebert.encoder.layer.0.attention.self.query.weight"
+    )
     assert (not hf_unrepresentable(config)) == (ours == _transformers_query_weight_shape(config))
 
 
@@ -175,8 +246,9 @@ def test_the_teachers_are_refused_and_nothing_is_written(tmp_path, capsys):
     checkpoint = tmp_path / "teacher"
     convert_hf(_hf_dir(tmp_path / "hf_in", TEACHER, hf_tensors(arrays)), checkpoint)
     exported = tmp_path / "hf_out"
-    assert main(["export", "hf", "--checkpoint", str(checkpoint),
-                 "--export_dir", str(exported)]) == 2
+    assert (
+        main(["export", "hf", "--checkpoint", str(checkpoint), "--export_dir", str(exported)]) == 2
+    )
     message = capsys.readouterr().err
     assert "cannot represent" in message and "export savedmodel" in message
     assert not exported.exists()

@@ -52,9 +52,10 @@ def test_released_names_and_shapes():
     for name, shape in RELEASED.items():
         assert entries.get(name) == shape, name
     assert f"{L0}/ffn_layer_3/intermediate/dense/kernel" not in entries  # F-1 extra FFNs only
-    assert "bert/pooler/dense/kernel" not in entries                     # classifier_activation false
-    assert not any("LayerNorm" in k and "FakeLayerNorm" not in k and not k.startswith("cls/")
-                   for k in entries)
+    assert "bert/pooler/dense/kernel" not in entries  # classifier_activation false
+    assert not any(
+        "LayerNorm" in k and "FakeLayerNorm" not in k and not k.startswith("cls/") for k in entries
+    )
     # 7 embedding weights + 24 × 46 per block + 8 head weights.
     assert len(entries) == 7 + 24 * 46 + 8
 
@@ -67,11 +68,23 @@ def test_encoder_parameter_count_matches_tf_models():
 
 def _small_configs():
     bert = get_preset("bert_base").replace(
-        vocab_size=50, hidden_size=32, embedding_size=32, intra_bottleneck_size=32,
-        num_hidden_layers=2, num_attention_heads=4, intermediate_size=64)
+        vocab_size=50,
+        hidden_size=32,
+        embedding_size=32,
+        intra_bottleneck_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+    )
     tiny = get_preset("mobilebert_tiny").replace(
-        vocab_size=50, num_hidden_layers=2, hidden_size=64, embedding_size=16,
-        intra_bottleneck_size=32, intermediate_size=64, max_position_embeddings=32)
+        vocab_size=50,
+        num_hidden_layers=2,
+        hidden_size=64,
+        embedding_size=16,
+        intra_bottleneck_size=32,
+        intermediate_size=64,
+        max_position_embeddings=32,
+    )
     return {"student": STUDENT, "teacher": TEACHER, "mobilebert_tiny": tiny, "bert": bert}
 
 
@@ -80,11 +93,15 @@ def test_map_is_exactly_the_models_checkpoint(tmp_path, name):
     """Keras paths and shapes are exactly the keys of a written Pretrainer checkpoint."""
     config = _small_configs()[name]
     model = build_pretrainer(config)
-    prefix = tf.train.Checkpoint(encoder=model.encoder, masked_lm=model.masked_lm,
-                                 next_sentence=model.next_sentence).write(str(tmp_path / "ck"))
+    prefix = tf.train.Checkpoint(
+        encoder=model.encoder, masked_lm=model.masked_lm, next_sentence=model.next_sentence
+    ).write(str(tmp_path / "ck"))
     suffix = "/.ATTRIBUTES/VARIABLE_VALUE"
-    keys = {k[:-len(suffix)]: tuple(s) for k, s in tf.train.list_variables(prefix)
-            if k.endswith(suffix)}
+    keys = {
+        k[: -len(suffix)]: tuple(s)
+        for k, s in tf.train.list_variables(prefix)
+        if k.endswith(suffix)
+    }
     assert keys == {e.keras: e.keras_shape for e in name_map(config)}
 
     # The library's Keras -> TF1 reading agrees with the independent walker.
@@ -120,19 +137,21 @@ def test_per_head_reshape_gives_head_n_columns_n_d_to_n_d_plus_d():
     n_heads, d = STUDENT.num_attention_heads, STUDENT.attention_head_size
     query = entries[f"{L0}/attention/self/query/kernel"]
     kernel = np.arange(np.prod(query.tf1_shape), dtype=np.float32).reshape(query.tf1_shape)
-    per_head = tf1_to_keras(query, kernel)                              # [D, N, d]
+    per_head = tf1_to_keras(query, kernel)  # [D, N, d]
     for n in range(n_heads):
-        np.testing.assert_array_equal(per_head[:, n, :], kernel[:, n * d:(n + 1) * d])
+        np.testing.assert_array_equal(per_head[:, n, :], kernel[:, n * d : (n + 1) * d])
     np.testing.assert_array_equal(keras_to_tf1(query, per_head), kernel)
     output = entries[f"{L0}/attention/output/dense/kernel"]
     kernel = np.arange(np.prod(output.tf1_shape), dtype=np.float32).reshape(output.tf1_shape)
-    per_head = tf1_to_keras(output, kernel)                             # [N, d, O]
+    per_head = tf1_to_keras(output, kernel)  # [N, d, O]
     for n in range(n_heads):
-        np.testing.assert_array_equal(per_head[n], kernel[n * d:(n + 1) * d, :])
+        np.testing.assert_array_equal(per_head[n], kernel[n * d : (n + 1) * d, :])
 
 
 def test_name_table():
     table = name_table(MOBILEBERT)
     assert len(table) == len(name_map(MOBILEBERT))
     assert {"TF1 name", "Keras path", "Hugging Face name", "TF1→Keras"} <= set(table.columns)
-    assert (table["TF1→Keras"] == "reshape").sum() == 24 * 7  # q, k, v kernels + biases, output kernel
+    assert (
+        table["TF1→Keras"] == "reshape"
+    ).sum() == 24 * 7  # q, k, v kernels + biases, output kernel

@@ -13,9 +13,17 @@ import tensorflow as tf
 from mbert_lib.cli import main
 from mbert_lib.config import MobileBertConfig
 from mbert_lib.convert import CheckpointMismatchError, load_encoder, load_pretrainer
-from tests.convert_fixtures import (STUDENT, TEACHER, assert_matches_reference, bookkeeping,
-                                    inputs, model_outputs, random_arrays, reference_shapes,
-                                    write_tf1)
+from tests.convert_fixtures import (
+    STUDENT,
+    TEACHER,
+    assert_matches_reference,
+    bookkeeping,
+    inputs,
+    model_outputs,
+    random_arrays,
+    reference_shapes,
+    write_tf1,
+)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -33,15 +41,33 @@ def test_student_via_command_line_matches_numpy_reference(tmp_path):
     arrays, config_file, prefix = _checkpoint(tmp_path, STUDENT)
     slots = bookkeeping(arrays)
     # The released student has classifier_activation false: a pooler in the file is unused.
-    pooler = {"bert/pooler/dense/kernel": np.zeros((128, 128), np.float32),
-              "bert/pooler/dense/bias": np.zeros((128,), np.float32)}
+    pooler = {
+        "bert/pooler/dense/kernel": np.zeros((128, 128), np.float32),
+        "bert/pooler/dense/bias": np.zeros((128,), np.float32),
+    }
     prefix = write_tf1({**arrays, **slots, **pooler}, str(tmp_path / "tf1b" / "model.ckpt"))
     out = tmp_path / "tf2"
     env = {**os.environ, "PYTHONPATH": REPO}
     result = subprocess.run(
-        [sys.executable, "-m", "mbert_lib", "convert", "tf1", "--bert_config_file", config_file,
-         "--tf1_checkpoint_path", prefix, "--tf2_checkpoint_path", str(out)],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+        [
+            sys.executable,
+            "-m",
+            "mbert_lib",
+            "convert",
+            "tf1",
+            "--bert_config_file",
+            config_file,
+            "--tf1_checkpoint_path",
+            prefix,
+            "--tf2_checkpoint_path",
+            str(out),
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert result.returncode == 0, result.stderr
     for name in slots:
         assert name in result.stdout
@@ -60,8 +86,16 @@ def test_teacher_layer_norm_checkpoint_matches_numpy_reference(tmp_path, use_mod
     """LayerNorm teacher with a pooler (classifier_activation), NSP head kept."""
     arrays, config_file, prefix = _checkpoint(tmp_path, TEACHER, seed=3)
     out = tmp_path / "tf2"
-    argv = ["convert", "tf1", "--bert_config_file", config_file, "--tf1_checkpoint_path", prefix,
-            "--tf2_checkpoint_path", str(out)] + (["--use_model_prefix"] if use_model_prefix else [])
+    argv = [
+        "convert",
+        "tf1",
+        "--bert_config_file",
+        config_file,
+        "--tf1_checkpoint_path",
+        prefix,
+        "--tf2_checkpoint_path",
+        str(out),
+    ] + (["--use_model_prefix"] if use_model_prefix else [])
     assert main(argv) == 0
     keys = [k for k, _ in tf.train.list_variables(str(out / "model.ckpt"))]
     model_keys = [k for k in keys if k.endswith("VARIABLE_VALUE") and "save_counter" not in k]
@@ -74,8 +108,21 @@ def test_teacher_layer_norm_checkpoint_matches_numpy_reference(tmp_path, use_mod
 def test_load_encoder_reads_only_the_encoder(tmp_path):
     arrays, config_file, prefix = _checkpoint(tmp_path, STUDENT, seed=5)
     out = tmp_path / "tf2"
-    assert main(["convert", "tf1", "--bert_config_file", config_file,
-                 "--tf1_checkpoint_path", prefix, "--tf2_checkpoint_path", str(out)]) == 0
+    assert (
+        main(
+            [
+                "convert",
+                "tf1",
+                "--bert_config_file",
+                config_file,
+                "--tf1_checkpoint_path",
+                prefix,
+                "--tf2_checkpoint_path",
+                str(out),
+            ]
+        )
+        == 0
+    )
     encoder = load_encoder(out)
     word_ids, mask, type_ids, positions = inputs(STUDENT)
     full = model_outputs(load_pretrainer(out), word_ids, mask, type_ids, positions)
@@ -116,8 +163,21 @@ def test_existing_output_is_refused_and_left_alone(tmp_path, capsys):
     out = tmp_path / "tf2"
     out.mkdir()
     (out / "keep.txt").write_text("mine")
-    assert main(["convert", "tf1", "--bert_config_file", config_file,
-                 "--tf1_checkpoint_path", prefix, "--tf2_checkpoint_path", str(out)]) == 2
+    assert (
+        main(
+            [
+                "convert",
+                "tf1",
+                "--bert_config_file",
+                config_file,
+                "--tf1_checkpoint_path",
+                prefix,
+                "--tf2_checkpoint_path",
+                str(out),
+            ]
+        )
+        == 2
+    )
     assert "already exists" in capsys.readouterr().err
     assert os.listdir(out) == ["keep.txt"]
 
@@ -125,14 +185,27 @@ def test_existing_output_is_refused_and_left_alone(tmp_path, capsys):
 def test_loading_with_a_config_that_does_not_fit_fails_clearly(tmp_path):
     arrays, config_file, prefix = _checkpoint(tmp_path, STUDENT)
     out = tmp_path / "tf2"
-    assert main(["convert", "tf1", "--bert_config_file", config_file,
-                 "--tf1_checkpoint_path", prefix, "--tf2_checkpoint_path", str(out)]) == 0
+    assert (
+        main(
+            [
+                "convert",
+                "tf1",
+                "--bert_config_file",
+                config_file,
+                "--tf1_checkpoint_path",
+                prefix,
+                "--tf2_checkpoint_path",
+                str(out),
+            ]
+        )
+        == 0
+    )
     other = STUDENT.replace(intra_bottleneck_size=64)
     with pytest.raises(ValueError, match="intra_bottleneck_size"):
-        load_pretrainer(out, other)           # disagrees with the stored bert_config.json
+        load_pretrainer(out, other)  # disagrees with the stored bert_config.json
     other.to_json_file(out / "bert_config.json")
     with pytest.raises(CheckpointMismatchError) as info:
-        load_pretrainer(out)                  # the stored config no longer fits the weights
+        load_pretrainer(out)  # the stored config no longer fits the weights
     assert "encoder/blocks/0/bottleneck_input/kernel" in info.value.misshaped
     assert "found [128, 32], expected [128, 64]" in str(info.value)
 
@@ -151,8 +224,22 @@ def test_overwrite_replaces_the_output_and_leaves_no_temporary_directories(tmp_p
     out = tmp_path / "out" / "tf2"
     out.mkdir(parents=True)
     (out / "stale.txt").write_text("old")
-    assert main(["convert", "tf1", "--bert_config_file", config_file, "--tf1_checkpoint_path",
-                 prefix, "--tf2_checkpoint_path", str(out), "--overwrite"]) == 0
+    assert (
+        main(
+            [
+                "convert",
+                "tf1",
+                "--bert_config_file",
+                config_file,
+                "--tf1_checkpoint_path",
+                prefix,
+                "--tf2_checkpoint_path",
+                str(out),
+                "--overwrite",
+            ]
+        )
+        == 0
+    )
     assert "stale.txt" not in os.listdir(out) and "bert_config.json" in os.listdir(out)
     assert os.listdir(tmp_path / "out") == ["tf2"]
 

@@ -9,8 +9,10 @@ from mbert_lib.data import builtin_documents, load_builtin_corpus, parse_documen
 from mbert_lib.data.provenance import sha256_bytes
 
 REPO = Path(__file__).resolve().parents[1]
-SCRIPT = ("from mbert_lib.data import load_builtin_corpus; import hashlib; "
-          "print(hashlib.sha256(load_builtin_corpus().encode()).hexdigest())")
+SCRIPT = (
+    "from mbert_lib.data import load_builtin_corpus; import hashlib; "
+    "print(hashlib.sha256(load_builtin_corpus().encode()).hexdigest())"
+)
 
 
 def test_builtin_corpus_is_substantial_prose():
@@ -21,8 +23,9 @@ def test_builtin_corpus_is_substantial_prose():
     assert len(load_builtin_corpus().encode()) >= 500_000
     assert not any(s.startswith((">>>", "...")) for s in sentences), "no doctest lines"
     assert sum(s[0].isupper() for s in sentences) / len(sentences) > 0.9
-    assert any(s.startswith("Assert statements are a convenient way") for s in sentences), \
+    assert any(s.startswith("Assert statements are a convenient way") for s in sentences), (
         "the help topics (pydoc_data) are included"
+    )
     assert len(set(sentences)) / len(sentences) > 0.95, "paragraphs are deduplicated"
 
 
@@ -34,6 +37,12 @@ def test_text_round_trips_through_the_example_builder_format():
 
 def test_builtin_corpus_is_identical_in_another_process():
     env = dict(os.environ, PYTHONPATH=str(REPO), PYTHONHASHSEED="123", TF_CPP_MIN_LOG_LEVEL="3")
-    out = subprocess.run([sys.executable, "-c", SCRIPT], cwd=REPO, env=env, check=True,
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-c", SCRIPT],
+        cwd=REPO,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     assert out.stdout.strip() == sha256_bytes(load_builtin_corpus().encode())

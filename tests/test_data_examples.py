@@ -13,8 +13,12 @@ import numpy as np
 import pytest
 
 from mbert_lib.data.errors import DataError
-from mbert_lib.data.examples import (ExampleConfig, create_examples, example_statistics,
-                                     original_tokens)
+from mbert_lib.data.examples import (
+    ExampleConfig,
+    create_examples,
+    example_statistics,
+    original_tokens,
+)
 from mbert_lib.data.tokenizer import SPECIAL_TOKENS, WordPieceTokenizer
 
 NUM_DOCS, SPECIAL = 60, len(SPECIAL_TOKENS)
@@ -87,7 +91,7 @@ def test_layout_cls_a_sep_b_sep_then_padding(generated):
         assert tokens[r, 0] == tok.cls_id and len(seps) == 2 and seps[1] == length - 1
         assert seps[0] >= 2 and seps[1] - seps[0] >= 2, "both segments non-empty"
         types = ex["input_type_ids"][r]
-        assert (types[:seps[0] + 1] == 0).all() and (types[seps[0] + 1:length] == 1).all()
+        assert (types[: seps[0] + 1] == 0).all() and (types[seps[0] + 1 : length] == 1).all()
 
 
 def test_masking_rate_is_15_percent_of_maskable_tokens(generated):
@@ -140,8 +144,8 @@ def test_nsp_is_balanced_and_labels_match_the_documents(generated):
     tokens = _originals(ex)
     for r in range(len(tokens)):
         seps = np.nonzero(tokens[r] == tok.sep_id)[0]
-        a = [origin[t] for t in tokens[r, 1:seps[0]] if t != tok.unk_id]
-        b = [origin[t] for t in tokens[r, seps[0] + 1:seps[1]] if t != tok.unk_id]
+        a = [origin[t] for t in tokens[r, 1 : seps[0]] if t != tok.unk_id]
+        b = [origin[t] for t in tokens[r, seps[0] + 1 : seps[1]] if t != tok.unk_id]
         for segment in (a, b):  # each segment is one contiguous span of one document
             assert len({d for d, _ in segment}) == 1
             gaps = np.diff([p for _, p in segment])  # 2 where an [UNK] was skipped
@@ -166,8 +170,9 @@ def test_same_seed_same_examples_different_seed_different():
 
 def test_max_predictions_caps_and_short_sequences_occur():
     documents, _, tokenizer = _corpus(seed=2, num_docs=30)
-    config = ExampleConfig(seq_length=128, max_predictions_per_seq=4, short_seq_prob=0.5,
-                           dupe_factor=3, seed=1)
+    config = ExampleConfig(
+        seq_length=128, max_predictions_per_seq=4, short_seq_prob=0.5, dupe_factor=3, seed=1
+    )
     ex = create_examples(documents, tokenizer, config)
     per_row = ex["masked_lm_weights"].sum(axis=1)
     assert per_row.max() == 4 and (per_row <= 4).all()
@@ -208,7 +213,7 @@ def test_truncation_cuts_what_bert_cuts_and_draws_the_same_numbers(seed):
     _truncate_pair(a, b, 125, ours)
     _truncate_one_token_at_a_time(expected_a, expected_b, 125, theirs)
     assert (a, b) == (expected_a, expected_b)
-    assert ours.random() == theirs.random()            # the same number of draws
+    assert ours.random() == theirs.random()  # the same number of draws
 
 
 def test_one_huge_line_is_cut_to_one_window_of_it():
@@ -218,4 +223,4 @@ def test_one_huge_line_is_cut_to_one_window_of_it():
     a, b = list(range(200_000)), [1, 2, 3]
     _truncate_pair(a, b, 125, random.Random(0))
     assert len(a) + len(b) == 125 and b == [1, 2, 3]
-    assert a == list(range(a[0], a[0] + len(a)))       # one contiguous window of the line
+    assert a == list(range(a[0], a[0] + len(a)))  # one contiguous window of the line

@@ -19,18 +19,24 @@ TOKENIZER = WordPieceTokenizer(list(SPECIAL_TOKENS) + [f"w{i}" for i in range(20
 
 def _examples(seed, dupe_factor=3):
     rng = np.random.default_rng(seed)
-    documents = [[rng.integers(5, 205, rng.integers(3, 12)).tolist() for _ in range(6)]
-                 for _ in range(12)]
-    return create_examples(documents, TOKENIZER, ExampleConfig(T, P, dupe_factor=dupe_factor,
-                                                               seed=seed))
+    documents = [
+        [rng.integers(5, 205, rng.integers(3, 12)).tolist() for _ in range(6)] for _ in range(12)
+    ]
+    return create_examples(
+        documents, TOKENIZER, ExampleConfig(T, P, dupe_factor=dupe_factor, seed=seed)
+    )
 
 
 def _build(directory, key, calls):
     def make():
         calls.append(1)
         splits = {"train": _examples(key["seed"]), "eval": _examples(key["seed"] + 1, 1)}
-        return splits, {"seq_length": T, "max_predictions_per_seq": P,
-                        "vocab_size": TOKENIZER.vocab_size}
+        return splits, {
+            "seq_length": T,
+            "max_predictions_per_seq": P,
+            "vocab_size": TOKENIZER.vocab_size,
+        }
+
     return tfrecord.build_examples_cache(directory, key, make)
 
 
@@ -55,8 +61,10 @@ def test_cache_reused_when_key_matches_rebuilt_when_it_differs(tmp_path):
     assert (tmp_path / "train.tfrecord").stat().st_mtime_ns == stamp
     third, reused = _build(tmp_path, {"seed": 2}, calls)
     assert not reused and len(calls) == 2 and third["key"]["seed"] == 2
-    np.testing.assert_array_equal(tfrecord.read_tfrecord(tmp_path / "train.tfrecord", T, P)
-                                  ["input_word_ids"], _examples(2)["input_word_ids"])
+    np.testing.assert_array_equal(
+        tfrecord.read_tfrecord(tmp_path / "train.tfrecord", T, P)["input_word_ids"],
+        _examples(2)["input_word_ids"],
+    )
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert manifest["counts"]["train"] == len(_examples(2)["next_sentence_labels"])
 
@@ -72,15 +80,21 @@ def test_cache_rebuilt_when_a_file_is_missing(tmp_path):
 def test_dataset_contract_and_eval_order(tmp_path):
     _build(tmp_path, {"seed": 1}, [])
     batch = next(iter(make_pretraining_dataset(tmp_path, 8)))
-    expected = {"input_word_ids": (tf.int32, [8, T]), "input_mask": (tf.int32, [8, T]),
-                "input_type_ids": (tf.int32, [8, T]), "masked_lm_positions": (tf.int32, [8, P]),
-                "masked_lm_ids": (tf.int32, [8, P]), "masked_lm_weights": (tf.float32, [8, P]),
-                "next_sentence_labels": (tf.int32, [8])}
+    expected = {
+        "input_word_ids": (tf.int32, [8, T]),
+        "input_mask": (tf.int32, [8, T]),
+        "input_type_ids": (tf.int32, [8, T]),
+        "masked_lm_positions": (tf.int32, [8, P]),
+        "masked_lm_ids": (tf.int32, [8, P]),
+        "masked_lm_weights": (tf.float32, [8, P]),
+        "next_sentence_labels": (tf.int32, [8]),
+    }
     assert {k: (v.dtype, v.shape.as_list()) for k, v in batch.items()} == expected
     evaluation = list(make_pretraining_dataset(tmp_path, 7, split="eval").as_numpy_iterator())
     in_memory = _examples(2, 1)
-    np.testing.assert_array_equal(np.concatenate([b["input_word_ids"] for b in evaluation]),
-                                  in_memory["input_word_ids"])
+    np.testing.assert_array_equal(
+        np.concatenate([b["input_word_ids"] for b in evaluation]), in_memory["input_word_ids"]
+    )
     assert len(evaluation[-1]["input_word_ids"]) <= 7, "eval keeps the last partial batch"
 
 
@@ -113,5 +127,4 @@ def test_model_compatibility_check(tmp_path):
     with pytest.raises(DataError, match="vocab_size mismatch.*205 tokens.*vocab_size=8192"):
         check_model_compatibility(get_preset("tiny_student"), tokenizer=TOKENIZER)
     with pytest.raises(DataError, match="seq_length 32.*max_position_embeddings=16"):
-        check_model_compatibility(config.replace(max_position_embeddings=16),
-                                  examples_dir=tmp_path)
+        check_model_compatibility(config.replace(max_position_embeddings=16), examples_dir=tmp_path)

@@ -3,16 +3,29 @@
 import numpy as np
 import pytest
 
-from mbert_lib.data import (load_tokenizer, make_pretraining_dataset, parse_documents,
-                            prepare_pretraining_data, read_manifest)
+from mbert_lib.data import (
+    load_tokenizer,
+    make_pretraining_dataset,
+    parse_documents,
+    prepare_pretraining_data,
+    read_manifest,
+)
 from mbert_lib.data.errors import DataError
 
-WORDS = ("river castle engine storm garden letter silver market winter bridge harbor forest "
-         "signal window orange copper ladder island meadow").split()
+WORDS = (
+    "river castle engine storm garden letter silver market winter bridge harbor forest "
+    "signal window orange copper ladder island meadow"
+).split()
 # The fixtures borrow the real files' names, so their checksums differ from the published ones.
 pytestmark = pytest.mark.filterwarnings("ignore:.*differs from the published:UserWarning")
-OPTIONS = dict(vocab_size=120, seq_length=32, max_predictions_per_seq=5, dupe_factor=2,
-               heldout_fraction=0.2, progress=False)
+OPTIONS = dict(
+    vocab_size=120,
+    seq_length=32,
+    max_predictions_per_seq=5,
+    dupe_factor=2,
+    heldout_fraction=0.2,
+    progress=False,
+)
 
 
 @pytest.fixture
@@ -47,8 +60,9 @@ def test_prepare_writes_every_stage_and_reuses_them(data_dir, tmp_path):
 
     train = parse_documents((out / "corpus" / "train.txt").read_text())
     held = parse_documents((out / "corpus" / "heldout.txt").read_text())
-    held_words, all_words = (sum(len(s.split()) for d in docs for s in d)
-                             for docs in (held, train + held))
+    held_words, all_words = (
+        sum(len(s.split()) for d in docs for s in d) for docs in (held, train + held)
+    )
     assert 0.2 <= held_words / all_words < 0.4
     assert not {tuple(d) for d in held} & {tuple(d) for d in train}
     for name in ("train.txt", "heldout.txt"):
@@ -68,8 +82,9 @@ def test_prepare_writes_every_stage_and_reuses_them(data_dir, tmp_path):
     assert again.reused == {"corpus": True, "tokenizer": True, "examples": True}
     assert again.manifest == first.manifest
 
-    longer = prepare_pretraining_data("local", data_dir, out, log=lines.append,
-                                      **{**OPTIONS, "seq_length": 48})
+    longer = prepare_pretraining_data(
+        "local", data_dir, out, log=lines.append, **{**OPTIONS, "seq_length": 48}
+    )
     assert longer.reused == {"corpus": True, "tokenizer": True, "examples": False}
     assert read_manifest(out / "examples")["seq_length"] == 48
 
@@ -77,9 +92,22 @@ def test_prepare_writes_every_stage_and_reuses_them(data_dir, tmp_path):
 def test_prepare_script_runs_and_reports_errors(data_dir, tmp_path, capsys):
     from data_scripts.prepare_pretraining_data import main
 
-    args = ["--data-dir", str(data_dir), "--output-dir", str(tmp_path / "p"), "--vocab-size",
-            "100", "--seq-length", "32", "--max-predictions-per-seq", "5", "--dupe-factor", "1",
-            "--heldout-fraction", "0.2"]
+    args = [
+        "--data-dir",
+        str(data_dir),
+        "--output-dir",
+        str(tmp_path / "p"),
+        "--vocab-size",
+        "100",
+        "--seq-length",
+        "32",
+        "--max-predictions-per-seq",
+        "5",
+        "--dupe-factor",
+        "1",
+        "--heldout-fraction",
+        "0.2",
+    ]
     assert main(args) == 0
     assert "eval:" in capsys.readouterr().out
     assert main(["--data-dir", str(tmp_path / "missing")]) == 2
@@ -89,17 +117,29 @@ def test_prepare_script_runs_and_reports_errors(data_dir, tmp_path, capsys):
 def test_prepare_with_a_given_vocab_file(data_dir, tmp_path):
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "."] + WORDS
     (tmp_path / "vocab.txt").write_text("\n".join(vocab) + "\n")
-    prepared = prepare_pretraining_data("local", data_dir, tmp_path / "p", include_sst2=False,
-                                        vocab_file=tmp_path / "vocab.txt", log=lambda _: None,
-                                        **OPTIONS)
+    prepared = prepare_pretraining_data(
+        "local",
+        data_dir,
+        tmp_path / "p",
+        include_sst2=False,
+        vocab_file=tmp_path / "vocab.txt",
+        log=lambda _: None,
+        **OPTIONS,
+    )
     assert load_tokenizer(prepared.tokenizer_dir).vocab == tuple(vocab)
     with pytest.raises(DataError, match="heldout_fraction"):
-        prepare_pretraining_data("local", data_dir, tmp_path / "q", log=lambda _: None,
-                                 **{**OPTIONS, "heldout_fraction": 0.0})
+        prepare_pretraining_data(
+            "local",
+            data_dir,
+            tmp_path / "q",
+            log=lambda _: None,
+            **{**OPTIONS, "heldout_fraction": 0.0},
+        )
 
 
 def test_a_given_vocab_does_not_stay_in_a_shared_cache_under_the_trained_ones_record(
-        data_dir, tmp_path):
+    data_dir, tmp_path
+):
     """One output directory (as the default cache is for every run): trained, then a given
     vocabulary, then trained again: each run gets the tokenizer it asked for."""
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "."] + WORDS
@@ -107,15 +147,18 @@ def test_a_given_vocab_does_not_stay_in_a_shared_cache_under_the_trained_ones_re
     out, quiet = tmp_path / "shared", {"log": lambda _: None}
     trained = prepare_pretraining_data("local", data_dir, out, **quiet, **OPTIONS)
     trained_vocab = load_tokenizer(trained.tokenizer_dir).vocab
-    given = prepare_pretraining_data("local", data_dir, out, vocab_file=tmp_path / "vocab.txt",
-                                     **quiet, **OPTIONS)
+    given = prepare_pretraining_data(
+        "local", data_dir, out, vocab_file=tmp_path / "vocab.txt", **quiet, **OPTIONS
+    )
     assert given.reused["tokenizer"] is False
     assert load_tokenizer(given.tokenizer_dir).vocab == tuple(vocab)
     assert read_manifest(given.examples_dir)["vocab_size"] == len(vocab)
     again = prepare_pretraining_data("local", data_dir, out, **quiet, **OPTIONS)
-    assert again.reused["tokenizer"] is False                 # retrained, not "reused"
+    assert again.reused["tokenizer"] is False  # retrained, not "reused"
     assert load_tokenizer(again.tokenizer_dir).vocab == trained_vocab != tuple(vocab)
-    assert read_manifest(again.examples_dir)["key"]["tokenizer_sha256"] == load_tokenizer(
-        again.tokenizer_dir).sha256
+    assert (
+        read_manifest(again.examples_dir)["key"]["tokenizer_sha256"]
+        == load_tokenizer(again.tokenizer_dir).sha256
+    )
     same = prepare_pretraining_data("local", data_dir, out, **quiet, **OPTIONS)
     assert same.reused == {"corpus": True, "tokenizer": True, "examples": True}

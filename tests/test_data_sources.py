@@ -29,7 +29,7 @@ WIKI_VALID = """
 WIKI_TEST = " = Third article = \n \n Text of the third article . It ends here . \n"
 SST2 = {
     "train.tsv": "sentence\tlabel\na gorgeous film \t1\nhide new secretions \t0\n"
-                 "the best movie of the year .\t1\nshared with dev \t0\n",
+    "the best movie of the year .\t1\nshared with dev \t0\n",
     "dev.tsv": "sentence\tlabel\nShared  with dev\t0\nan unseen dev sentence .\t1\n",
     "test_labeled.tsv": "sentence\tlabel\na test sentence .\t0\n",
 }
@@ -83,8 +83,10 @@ def test_wikitext_errors_name_the_missing_path(tmp_path, data_dir):
 
 
 def test_sst2_splits_local(data_dir):
-    assert glue.load_sst2("train", data_dir=data_dir)[:2] == [("a gorgeous film", 1),
-                                                              ("hide new secretions", 0)]
+    assert glue.load_sst2("train", data_dir=data_dir)[:2] == [
+        ("a gorgeous film", 1),
+        ("hide new secretions", 0),
+    ]
     assert glue.load_sst2("dev", data_dir=data_dir)[1] == ("an unseen dev sentence .", 1)
     assert glue.load_sst2("test", data_dir=data_dir) == [("a test sentence .", 0)]
 
@@ -94,13 +96,16 @@ def test_sst2_data_dir_from_environment(data_dir, monkeypatch):
     assert len(glue.load_sst2("train")) == 4
 
 
-@pytest.mark.parametrize("text, message", [
-    ("", r"train.tsv: empty file"),
-    ("index\tsentence\n0\tno label\n", r"train.tsv:1: expected the header.*test_labeled"),
-    ("sentence\tlabel\ngood\t1\nbad\t2\n", r"train.tsv:3: label must be 0 or 1, got '2'"),
-    ("sentence\tlabel\ngood\t1\nbad 0\n", r"train.tsv:3: expected 2 tab-separated fields"),
-    ("sentence\tlabel\n\t1\n", r"train.tsv:2: empty sentence"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("", r"train.tsv: empty file"),
+        ("index\tsentence\n0\tno label\n", r"train.tsv:1: expected the header.*test_labeled"),
+        ("sentence\tlabel\ngood\t1\nbad\t2\n", r"train.tsv:3: label must be 0 or 1, got '2'"),
+        ("sentence\tlabel\ngood\t1\nbad 0\n", r"train.tsv:3: expected 2 tab-separated fields"),
+        ("sentence\tlabel\n\t1\n", r"train.tsv:2: empty sentence"),
+    ],
+)
 def test_malformed_sst2_tsv_names_file_and_line(data_dir, text, message):
     (data_dir / "glue" / "SST-2" / "train.tsv").write_text(text, encoding="utf-8")
     with pytest.raises(DataError, match=message):
@@ -114,9 +119,13 @@ def test_a_line_over_the_limit_is_refused_at_once_naming_its_number(data_dir, mo
 
     monkeypatch.setattr(text, "MAX_LINE_CHARS", 50)
     (data_dir / "glue" / "SST-2" / "train.tsv").write_text(
-        "sentence\tlabel\ngood\t1\n" + "very " * 20 + "bad\t0\n", encoding="utf-8")
-    with pytest.raises(DataError, match=r"train.tsv:3: a line of 105 characters, over the "
-                                        r"limit of 50"):
+        "sentence\tlabel\ngood\t1\n" + "very " * 20 + "bad\t0\n", encoding="utf-8"
+    )
+    with pytest.raises(
+        DataError,
+        match=r"train.tsv:3: a line of 105 characters, over the "
+        r"limit of 50",
+    ):
         glue.load_sst2("train", data_dir=data_dir)
     wiki = data_dir / "wikitext-2" / "valid.txt"
     wiki.write_text(" = A = \n" + "word " * 11 + "\n", encoding="utf-8")
@@ -134,10 +143,13 @@ def test_sst2_missing_directory_and_file(tmp_path, data_dir):
 
 def _fake_hub(path, name, split):
     tables = {
-        ("Salesforce/wikitext", "wikitext-2-raw-v1", "train"):
-            [{"text": line + "\n"} for line in WIKI_VALID.split("\n")],
-        ("nyu-mll/glue", "sst2", "train"):
-            [{"sentence": "hub train one ", "label": 1}, {"sentence": "the dev one", "label": 0}],
+        ("Salesforce/wikitext", "wikitext-2-raw-v1", "train"): [
+            {"text": line + "\n"} for line in WIKI_VALID.split("\n")
+        ],
+        ("nyu-mll/glue", "sst2", "train"): [
+            {"sentence": "hub train one ", "label": 1},
+            {"sentence": "the dev one", "label": 0},
+        ],
         ("nyu-mll/glue", "sst2", "validation"): [{"sentence": "The dev  one", "label": 0}],
         ("nyu-mll/glue", "sst2", "test"): [{"sentence": "hidden", "label": -1}],
     }
@@ -146,8 +158,9 @@ def _fake_hub(path, name, split):
 
 def test_hub_source_takes_the_same_path_as_local(data_dir):
     hub = load_pretraining_corpus("hub", hub_loader=_fake_hub)
-    local = load_pretraining_corpus("local", data_dir, wikitext_splits=["valid"],
-                                    include_sst2=False)
+    local = load_pretraining_corpus(
+        "local", data_dir, wikitext_splits=["valid"], include_sst2=False
+    )
     assert hub.documents[:2] == local.documents
     assert hub.name == "hub-wikitext-2+sst2"
     assert hub.documents[-1] == ["hub train one"], "the sentence also in validation is dropped"
@@ -204,8 +217,9 @@ def test_heldout_split_is_whole_documents_by_content():
     assert sorted(map(tuple, train + held)) == sorted(map(tuple, documents))
     total, held_words = (sum(len(s.split()) for d in docs for s in d) for docs in (documents, held))
     assert 0.1 <= held_words / total < 0.1 + 20 / total, "just past 10% of the words"
-    assert split_heldout(list(reversed(documents)), 0.1)[1] == list(reversed(held)), \
+    assert split_heldout(list(reversed(documents)), 0.1)[1] == list(reversed(held)), (
         "the choice depends on the documents, not their order"
+    )
     assert len(split_heldout(documents[:4], 0.9)[0]) == 2, "two documents stay for training"
     with pytest.raises(DataError, match="too small"):
         split_heldout(documents[:3], 0.5)

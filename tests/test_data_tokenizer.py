@@ -12,8 +12,12 @@ import pytest
 
 from mbert_lib.data.builtin_corpus import builtin_documents
 from mbert_lib.data.errors import DataError
-from mbert_lib.data.tokenizer import (SPECIAL_TOKENS, WordPieceTokenizer, load_tokenizer,
-                                      save_tokenizer)
+from mbert_lib.data.tokenizer import (
+    SPECIAL_TOKENS,
+    WordPieceTokenizer,
+    load_tokenizer,
+    save_tokenizer,
+)
 from mbert_lib.data.wordpiece_trainer import train_wordpiece
 
 REPO = Path(__file__).resolve().parents[1]
@@ -51,8 +55,14 @@ def test_training_is_deterministic_within_and_across_processes(english, tmp_path
         assert train_wordpiece(english, vocab_size=1500).vocab == first
     (tmp_path / "text.txt").write_text("\n".join(english), encoding="utf-8")
     env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3")
-    out = subprocess.run([sys.executable, "-c", TRAIN_SCRIPT, str(tmp_path / "text.txt")],
-                         cwd=REPO, env=env, capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", TRAIN_SCRIPT, str(tmp_path / "text.txt")],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert tuple(out.stdout.split("\n")[:1500]) == first
 
 
@@ -99,8 +109,22 @@ def test_tokenization_matches_greedy_longest_match():
         assert tokenizer.tokenize(word) == _greedy_wordpiece(word, vocab), word
 
 
-BERT_VOCAB = ["[PAD]", "[unused0]", "[unused1]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
-              "the", "cat", "##s", "Cat", "cafe", ",", "."]
+BERT_VOCAB = [
+    "[PAD]",
+    "[unused0]",
+    "[unused1]",
+    "[UNK]",
+    "[CLS]",
+    "[SEP]",
+    "[MASK]",
+    "the",
+    "cat",
+    "##s",
+    "Cat",
+    "cafe",
+    ",",
+    ".",
+]
 
 
 def test_bert_vocab_txt_round_trip_and_casing(tmp_path):
@@ -132,14 +156,21 @@ def test_lowercasing_strips_accents_only_when_uncased():
     assert unicodedata.normalize("NFD", "é") != "é"  # the accent is a separate code point
 
 
-@pytest.mark.parametrize("tokens, message", [
-    (["[PAD]", "[UNK]", "[CLS]", "[SEP]", "a"],
-     r"vocab.txt: the BERT special tokens \['\[MASK\]'\]"),
-    (["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "a"],
-     r"vocab.txt: token 'a' appears twice"),
-    (["[UNK]", "[PAD]", "[CLS]", "[SEP]", "[MASK]"], r"vocab.txt: \[PAD\] must have id 0"),
-    (["[PAD]", "[UNK]", "", "[CLS]", "[SEP]", "[MASK]"], r"vocab.txt: token 2 is empty"),
-])
+@pytest.mark.parametrize(
+    "tokens, message",
+    [
+        (
+            ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "a"],
+            r"vocab.txt: the BERT special tokens \['\[MASK\]'\]",
+        ),
+        (
+            ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "a"],
+            r"vocab.txt: token 'a' appears twice",
+        ),
+        (["[UNK]", "[PAD]", "[CLS]", "[SEP]", "[MASK]"], r"vocab.txt: \[PAD\] must have id 0"),
+        (["[PAD]", "[UNK]", "", "[CLS]", "[SEP]", "[MASK]"], r"vocab.txt: token 2 is empty"),
+    ],
+)
 def test_bad_vocab_files_name_the_file(tmp_path, tokens, message):
     path = tmp_path / "vocab.txt"
     path.write_text("\n".join(tokens) + "\n", encoding="utf-8")

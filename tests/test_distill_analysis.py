@@ -18,8 +18,7 @@ B, T, H, N = 3, 7, 16, 2
 
 def features(seed):
     rng = np.random.default_rng(seed)
-    return (rng.normal(0.3, 2.0, (B, T, H)) * rng.uniform(0.5, 3.0, (B, T, 1))).astype(
-        np.float32)
+    return (rng.normal(0.3, 2.0, (B, T, H)) * rng.uniform(0.5, 3.0, (B, T, 1))).astype(np.float32)
 
 
 def input_mask():
@@ -47,16 +46,16 @@ def test_fmt_decomposition_matches_direct_mse_and_ignores_padding():
     level = ((t.astype(np.float64).mean(-1) - s.astype(np.float64).mean(-1))[real] ** 2).mean()
     assert got["mean_term"] == pytest.approx(level, rel=1e-9)
     s_padded = s.copy()
-    s_padded[~real] = 1e3                      # padding must not enter any term
+    s_padded[~real] = 1e3  # padding must not enter any term
     assert analysis.fmt_decomposition(t, s_padded, mask) == pytest.approx(got)
 
 
 def test_feature_statistics_average_per_token_mean_and_std_over_real_tokens():
-    out = {"encoder_outputs": np.stack([features(2), features(3)])}   # [L, B, T, H]
+    out = {"encoder_outputs": np.stack([features(2), features(3)])}  # [L, B, T, H]
     mask = input_mask()
     stats = analysis.feature_statistics(out, mask)
     for layer in range(2):
-        h = out["encoder_outputs"][layer][mask.astype(bool)]           # [tokens, H]
+        h = out["encoder_outputs"][layer][mask.astype(bool)]  # [tokens, H]
         assert stats.loc[layer, "mean"] == pytest.approx(h.mean(1).mean(), rel=1e-5)
         assert stats.loc[layer, "std"] == pytest.approx(h.std(1).mean(), rel=1e-5)
 
@@ -65,10 +64,10 @@ def test_attention_kl_per_head_is_numpy_kl_over_real_queries():
     mask = input_mask()
     p, q = probabilities(4, mask), probabilities(5, mask)
     b = 0
-    got = analysis.attention_kl_per_head(p[b], q[b], mask[b])           # [N]
+    got = analysis.attention_kl_per_head(p[b], q[b], mask[b])  # [N]
     real = mask[b].astype(bool)
     for head in range(N):
-        pt, ps = p[b, head][real][:, real], q[b, head][real][:, real]   # [T', T']
+        pt, ps = p[b, head][real][:, real], q[b, head][real][:, real]  # [T', T']
         kl = (pt * (np.log(pt) - np.log(ps))).sum(-1).mean()
         assert got[head] == pytest.approx(kl, rel=1e-4)
     assert np.allclose(analysis.attention_kl_per_head(p[b], p[b], mask[b]), 0.0, atol=1e-6)
@@ -82,15 +81,17 @@ def test_stage_curves_put_stages_one_after_another(tmp_path):
         scalars.flush()
     curves = analysis.stage_curves(tmp_path)
     pd_rows = curves[curves.stage == "01_pd"].sort_values("step")
-    assert pd_rows.global_step.tolist() == [6, 8]          # offset by the first stage's 4 steps
+    assert pd_rows.global_step.tolist() == [6, 8]  # offset by the first stage's 4 steps
     assert pd_rows.value.tolist() == pytest.approx([1.0, 0.5])
     with pytest.raises(FileNotFoundError, match="no TensorBoard logs"):
         analysis.stage_curves(tmp_path / "missing")
 
 
 def test_layer_losses_plot_draws_one_line_per_layer_with_the_frame_values(tmp_path):
-    frame = pd.DataFrame({"initial": [0.5, 0.6], "after layer_0": [0.1, 0.6],
-                          "after layer_1": [0.12, 0.2]}, index=[0, 1])
+    frame = pd.DataFrame(
+        {"initial": [0.5, 0.6], "after layer_0": [0.1, 0.6], "after layer_1": [0.12, 0.2]},
+        index=[0, 1],
+    )
     path = tmp_path / "losses.png"
     fig = transfer_viz.plot_layer_losses_by_snapshot({"AT": frame, "MSE": frame * 10}, path)
     assert path.exists() and path.stat().st_size > 0
@@ -100,18 +101,26 @@ def test_layer_losses_plot_draws_one_line_per_layer_with_the_frame_values(tmp_pa
 
 
 def test_paper_vs_ours_plots_differences_from_the_first_row_on_one_scale(tmp_path):
-    frame = pd.DataFrame({"paper": [83.0, 83.5, 83.9], "mlm": [40.1, 41.0, 40.5],
-                          "mlm_err": [0.4, 0.4, 0.4], "sst2": [80.0, np.nan, 82.0]},
-                         index=["AKT", "JKT", "PKT"])
+    frame = pd.DataFrame(
+        {
+            "paper": [83.0, 83.5, 83.9],
+            "mlm": [40.1, 41.0, 40.5],
+            "mlm_err": [0.4, 0.4, 0.4],
+            "sst2": [80.0, np.nan, 82.0],
+        },
+        index=["AKT", "JKT", "PKT"],
+    )
     fig = transfer_viz.plot_paper_vs_ours(
-        [("Table 8", frame)], [("paper", "paper MNLI-m"), ("mlm", "ours MLM"),
-                               ("sst2", "ours SST-2")], tmp_path / "t8.png")
+        [("Table 8", frame)],
+        [("paper", "paper MNLI-m"), ("mlm", "ours MLM"), ("sst2", "ours SST-2")],
+        tmp_path / "t8.png",
+    )
     paper_ax, mlm_ax, sst2_ax = fig.axes[:3]
     np.testing.assert_allclose(mlm_ax.get_lines()[1].get_xdata(), [0.0, 0.9, 0.4], atol=1e-9)
     np.testing.assert_allclose(paper_ax.get_lines()[1].get_xdata(), [0.0, 0.5, 0.9], atol=1e-9)
-    assert paper_ax.get_xlim() == mlm_ax.get_xlim() == sst2_ax.get_xlim()   # one scale
+    assert paper_ax.get_xlim() == mlm_ax.get_xlim() == sst2_ax.get_xlim()  # one scale
     lo, hi = mlm_ax.get_xlim()
-    assert lo < -0.4 and hi > 0.9 + 0.4                                      # error bars in view
+    assert lo < -0.4 and hi > 0.9 + 0.4  # error bars in view
     assert [t.get_text() for t in paper_ax.get_yticklabels()] == ["AKT", "JKT", "PKT"]
     assert "minus AKT (points)" in sst2_ax.get_xlabel()
     assert (tmp_path / "t8.png").stat().st_size > 0
@@ -127,9 +136,12 @@ def test_weight_norms_read_each_blocks_variable_and_name_missing_ones():
     query.assign(tf.ones_like(query) * 0.5)
     frame = analysis.weight_norms({"a": model}, ["attention/query/kernel"], [0, 1])
     assert frame.loc[(1, "attention/query/kernel"), "a"] == pytest.approx(
-        0.5 * np.sqrt(np.prod(query.shape)), rel=1e-6)
-    assert frame.loc[(0, "attention/query/kernel"), "a"] != frame.loc[
-        (1, "attention/query/kernel"), "a"]
+        0.5 * np.sqrt(np.prod(query.shape)), rel=1e-6
+    )
+    assert (
+        frame.loc[(0, "attention/query/kernel"), "a"]
+        != frame.loc[(1, "attention/query/kernel"), "a"]
+    )
     with pytest.raises(KeyError, match="layer_5/attention/query/kernel"):
         analysis.weight_norms({"a": model}, ["attention/query/kernel"], [5])
 
@@ -140,7 +152,7 @@ def test_attention_sharpness_is_one_for_one_hot_rows_and_one_over_t_for_uniform(
     uniform = uniform / uniform.sum(-1, keepdims=True)
     one_hot = np.broadcast_to(np.eye(T), (B, N, T, T))
     got = analysis.attention_sharpness(np.stack([uniform, one_hot]), mask)
-    lengths = mask.sum(1)                       # example b has lengths[b] rows of max 1/lengths[b]
+    lengths = mask.sum(1)  # example b has lengths[b] rows of max 1/lengths[b]
     assert got[0] == pytest.approx(B / lengths.sum())
     assert got[1] == pytest.approx(1.0)
 
@@ -150,11 +162,13 @@ def test_learning_rate_budget_sums_each_blocks_rates_over_the_stages():
     from mbert_lib.distill.experiment import DistillExperiment
     from mbert_lib.distill.plan import plan_stages
 
-    base = ("distillation.layer_wise.steps=10,distillation.layer_wise.learning_rate.peak=0.01,"
-            "distillation.layer_wise.learning_rate.end=0.01,"
-            "distillation.layer_wise.lower_lr_multiplier=0.1,distillation.pretrain.steps=20,"
-            "distillation.pretrain.learning_rate.peak=0.02,"
-            "distillation.pretrain.learning_rate.warmup_steps=4")
+    base = (
+        "distillation.layer_wise.steps=10,distillation.layer_wise.learning_rate.peak=0.01,"
+        "distillation.layer_wise.learning_rate.end=0.01,"
+        "distillation.layer_wise.lower_lr_multiplier=0.1,distillation.pretrain.steps=20,"
+        "distillation.pretrain.learning_rate.peak=0.02,"
+        "distillation.pretrain.learning_rate.warmup_steps=4"
+    )
     pd_sum = sum(0.02 * t / 4 if t < 4 else 0.02 * (1 - t / 20) for t in range(20))
     pkt = apply_overrides(DistillExperiment(), base + ",distillation.strategy=progressive")
     got = analysis.learning_rate_budget(plan_stages(pkt.distillation, 3), 3)

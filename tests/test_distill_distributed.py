@@ -72,8 +72,14 @@ print(json.dumps(result))
 @pytest.fixture(scope="module")
 def result():
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run([sys.executable, "-c", SCRIPT], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(
+        [sys.executable, "-c", SCRIPT],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -95,4 +101,5 @@ def test_mirrored_distillation_step_equals_the_single_device_step(result, stage)
     # The second step starts from the updated weights. Under LAMB they drift apart a little:
     # gradients near Adam's ε are sensitive to summation order (tests/test_train_distributed.py).
     assert result[stage]["mirrored"][1]["loss"] == pytest.approx(
-        result[stage]["single"][1]["loss"], rel=1e-3)
+        result[stage]["single"][1]["loss"], rel=1e-3
+    )

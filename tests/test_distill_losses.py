@@ -36,10 +36,15 @@ def features():
 
 def test_fmt_terms_match_numpy_over_real_tokens(features):
     teacher, student, mask = features
-    out = feature_map_transfer(tf.constant(teacher, tf.float32), tf.constant(student, tf.float32),
-                               mask, FmtWeights(mse=2.0, mean=3.0, var=4.0), epsilon=0.0)
+    out = feature_map_transfer(
+        tf.constant(teacher, tf.float32),
+        tf.constant(student, tf.float32),
+        mask,
+        FmtWeights(mse=2.0, mean=3.0, var=4.0),
+        epsilon=0.0,
+    )
     real = mask.astype(bool)
-    t, s = teacher[real], student[real]                        # [real tokens, H]
+    t, s = teacher[real], student[real]  # [real tokens, H]
 
     def ln(x):
         return (x - x.mean(-1, keepdims=True)) / x.std(-1, keepdims=True)
@@ -52,12 +57,16 @@ def test_fmt_terms_match_numpy_over_real_tokens(features):
     np.testing.assert_allclose(out["fmt_var"], var, rtol=1e-5)
     np.testing.assert_allclose(out["fmt"], 2 * mse + 3 * mean + 4 * var, rtol=1e-5)
     np.testing.assert_allclose(out["fmt_paper_mse"], np.mean((t - s) ** 2), rtol=1e-5)
-    with_paper = feature_map_transfer(tf.constant(teacher, tf.float32),
-                                      tf.constant(student, tf.float32), mask,
-                                      FmtWeights(mse=2.0, mean=3.0, var=4.0, paper=5.0),
-                                      epsilon=0.0)
-    np.testing.assert_allclose(with_paper["fmt"],
-                               2 * mse + 3 * mean + 4 * var + 5 * np.mean((t - s) ** 2), rtol=1e-5)
+    with_paper = feature_map_transfer(
+        tf.constant(teacher, tf.float32),
+        tf.constant(student, tf.float32),
+        mask,
+        FmtWeights(mse=2.0, mean=3.0, var=4.0, paper=5.0),
+        epsilon=0.0,
+    )
+    np.testing.assert_allclose(
+        with_paper["fmt"], 2 * mse + 3 * mean + 4 * var + 5 * np.mean((t - s) ** 2), rtol=1e-5
+    )
 
 
 def test_fmt_ignores_padding_content(features):
@@ -72,14 +81,22 @@ def test_fmt_ignores_padding_content(features):
 
 def test_paper_mse_decomposes_into_the_three_terms(features):
     teacher, student, _ = features
-    out = feature_map_transfer(tf.constant(teacher, tf.float32), tf.constant(student, tf.float32),
-                               epsilon=0.0)
+    out = feature_map_transfer(
+        tf.constant(teacher, tf.float32), tf.constant(student, tf.float32), epsilon=0.0
+    )
     # Per token: MSE = (μT−μS)² + (σT−σS)² + σT·σS·MSE(LN T, LN S).
     sd_t, sd_s = teacher.std(-1), student.std(-1)
-    mse_norm = np.mean(((teacher - teacher.mean(-1, keepdims=True)) / sd_t[..., None]
-                        - (student - student.mean(-1, keepdims=True)) / sd_s[..., None]) ** 2, -1)
-    per_token = ((teacher.mean(-1) - student.mean(-1)) ** 2 + (sd_t - sd_s) ** 2
-                 + sd_t * sd_s * mse_norm)
+    mse_norm = np.mean(
+        (
+            (teacher - teacher.mean(-1, keepdims=True)) / sd_t[..., None]
+            - (student - student.mean(-1, keepdims=True)) / sd_s[..., None]
+        )
+        ** 2,
+        -1,
+    )
+    per_token = (
+        (teacher.mean(-1) - student.mean(-1)) ** 2 + (sd_t - sd_s) ** 2 + sd_t * sd_s * mse_norm
+    )
     np.testing.assert_allclose(out["fmt_paper_mse"], per_token.mean(), rtol=1e-5)
 
 
@@ -121,8 +138,9 @@ def test_attention_transfer_applies_no_softmax():
     # against the raw probabilities, and the double-softmaxed maps are nearly uniform.
     mask = np.ones((1, 5))
     a = _masked_probs(1, 2, 5, mask)
-    np.testing.assert_allclose(attention_transfer(tf.constant(a), tf.constant(a), mask), 0.0,
-                               atol=1e-6)
+    np.testing.assert_allclose(
+        attention_transfer(tf.constant(a), tf.constant(a), mask), 0.0, atol=1e-6
+    )
     double = _softmax(a)
     assert attention_transfer(tf.constant(a), tf.constant(double), mask) > 1e-2
 
@@ -146,8 +164,9 @@ def test_attention_transfer_gradient_is_the_closed_form_through_softmax():
     z = RNG.normal(size=(b, n, t, t)) + np.where(mask[:, None, None, :] > 0, 0, -1e9)
     logits = tf.Variable(z, dtype=tf.float32)
     with tf.GradientTape() as tape:
-        loss = attention_transfer(tf.constant(a_t, tf.float32), tf.nn.softmax(logits), mask,
-                                  token_count=7.0)
+        loss = attention_transfer(
+            tf.constant(a_t, tf.float32), tf.nn.softmax(logits), mask, token_count=7.0
+        )
     expected = (mask[:, None, :, None] * (_softmax(z) - a_t)) / (n * 7.0)
     np.testing.assert_allclose(tape.gradient(loss, logits), expected, atol=1e-7)
 
@@ -159,8 +178,9 @@ def test_pd_matches_numpy_and_tf_models_mixed_labels():
     weights = np.array([[1, 1, 1, 0], [1, 1, 0, 0]], np.float32)
     nsp_logits, nsp_labels = RNG.normal(size=(b, 2)), np.array([0, 1])
     alpha = 0.3
-    out = pretraining_distillation(s_logits, t_logits, ids, weights, nsp_logits, nsp_labels,
-                                   alpha=alpha)
+    out = pretraining_distillation(
+        s_logits, t_logits, ids, weights, nsp_logits, nsp_labels, alpha=alpha
+    )
     log_p = np.log(_softmax(s_logits))
     onehot = np.eye(v)[ids]
     ce = lambda target: np.sum(-(target * log_p).sum(-1) * weights) / weights.sum()  # noqa: E731
@@ -180,12 +200,13 @@ def test_pd_temperature_scales_kd():
     ids, w = np.array([[1, 2]]), np.ones((1, 2), np.float32)
     tau = 2.0
     out = pretraining_distillation(s, t, ids, w, alpha=0.0, temperature=tau)
-    expected = np.mean(-(_softmax(t / tau) * np.log(_softmax(s / tau))).sum(-1)) * tau ** 2
+    expected = np.mean(-(_softmax(t / tau) * np.log(_softmax(s / tau))).sum(-1)) * tau**2
     np.testing.assert_allclose(out["loss"], expected, rtol=1e-5)
 
 
-@pytest.mark.parametrize("kwargs, field", [({"alpha": 1.5}, "alpha"), ({"temperature": 0.0},
-                                                                          "temperature")])
+@pytest.mark.parametrize(
+    "kwargs, field", [({"alpha": 1.5}, "alpha"), ({"temperature": 0.0}, "temperature")]
+)
 def test_pd_rejects_bad_settings(kwargs, field):
     z = np.zeros((1, 1, 3))
     with pytest.raises(ValueError, match=field):
@@ -221,9 +242,19 @@ def test_shares_with_global_counts_sum_to_the_whole_batch_loss(features):
     ids, nsp, labels = RNG.integers(0, 9, (3, 4)), RNG.normal(size=(3, 2)), np.array([0, 1, 1])
     w = np.array([[1, 1, 1, 1], [1, 0, 0, 0], [1, 1, 0, 0]], np.float32)
     whole = pretraining_distillation(s_logits, t_logits, ids, w, nsp, labels)["loss"]
-    shares = sum(pretraining_distillation(s_logits[p], t_logits[p], ids[p], w[p], nsp[p],
-                                          labels[p], prediction_count=w.sum(),
-                                          example_count=3)["loss"] for p in parts)
+    shares = sum(
+        pretraining_distillation(
+            s_logits[p],
+            t_logits[p],
+            ids[p],
+            w[p],
+            nsp[p],
+            labels[p],
+            prediction_count=w.sum(),
+            example_count=3,
+        )["loss"]
+        for p in parts
+    )
     np.testing.assert_allclose(shares, whole, rtol=1e-5)
 
 

@@ -27,7 +27,8 @@ LAYERS = 3
 def setup(overrides="", teacher_changes=None, layer_map=(0, 1, 2)):
     exp = tiny_distill_experiment(
         f"student.overrides.num_hidden_layers={LAYERS},teacher.overrides.num_hidden_layers=4,"
-        "distillation.transfer_teacher_layers=[0, 1, 3]" + ("," + overrides if overrides else ""))
+        "distillation.transfer_teacher_layers=[0, 1, 3]" + ("," + overrides if overrides else "")
+    )
     tf_keras.utils.set_random_seed(3)
     teacher = m.build_pretrainer(exp.teacher.build_config().replace(**(teacher_changes or {})))
     teacher.trainable = False
@@ -36,8 +37,9 @@ def setup(overrides="", teacher_changes=None, layer_map=(0, 1, 2)):
 
 
 def objective(exp, teacher, student, stage):
-    return DistillationObjective(teacher, student, stage, (0, 1, 3),
-                                 exp.distillation.layer_wise, exp.distillation.pretrain)
+    return DistillationObjective(
+        teacher, student, stage, (0, 1, 3), exp.distillation.layer_wise, exp.distillation.pretrain
+    )
 
 
 @pytest.fixture(scope="module")
@@ -46,21 +48,24 @@ def batch():
 
 
 def counts(batch):
-    return {"tokens": float(np.sum(batch["input_mask"])),
-            "mlm_weight": float(np.sum(batch["masked_lm_weights"])),
-            "examples": float(batch["input_mask"].shape[0])}
+    return {
+        "tokens": float(np.sum(batch["input_mask"])),
+        "mlm_weight": float(np.sum(batch["masked_lm_weights"])),
+        "examples": float(batch["input_mask"].shape[0]),
+    }
 
 
 def test_layer_wise_stage_loss_is_fmt_plus_at_of_its_layer_on_the_mapped_teacher_layer(batch):
     exp, teacher, student, plan = setup("distillation.layer_wise.attention_weight=0.5")
-    stage = plan[2]                                              # student layer 2 <- teacher 3
+    stage = plan[2]  # student layer 2 <- teacher 3
     loss, metrics = objective(exp, teacher, student, stage).loss(batch, counts(batch), False)
     inputs = model_inputs(batch)
     t = teacher.encoder(inputs, training=False)
     s = student.encoder(inputs, training=False)
     mask = batch["input_mask"]
-    fmt = feature_map_transfer(t["encoder_outputs"][3], s["encoder_outputs"][2], mask,
-                               FmtWeights(100.0, 5000.0, 5.0))["fmt"]
+    fmt = feature_map_transfer(
+        t["encoder_outputs"][3], s["encoder_outputs"][2], mask, FmtWeights(100.0, 5000.0, 5.0)
+    )["fmt"]
     at = attention_transfer(t["attention_scores"][3], s["attention_scores"][2], mask)
     np.testing.assert_allclose(loss, fmt + 0.5 * at, rtol=1e-5)
     np.testing.assert_allclose(metrics["fmt"], fmt, rtol=1e-5)
@@ -71,30 +76,47 @@ def test_pd_and_auxiliary_losses_match_the_losses_module(batch):
     exp, teacher, student, plan = setup("distillation.pretrain.distill_ground_truth_ratio=0.3")
     inputs = model_inputs(batch)
     t, s = teacher(inputs, training=False), student(inputs, training=False)
-    pd = pretraining_distillation(s["mlm_logits"], t["mlm_logits"], batch["masked_lm_ids"],
-                                  batch["masked_lm_weights"], s["nsp_logits"],
-                                  batch["next_sentence_labels"], alpha=0.3)["loss"]
+    pd = pretraining_distillation(
+        s["mlm_logits"],
+        t["mlm_logits"],
+        batch["masked_lm_ids"],
+        batch["masked_lm_weights"],
+        s["nsp_logits"],
+        batch["next_sentence_labels"],
+        alpha=0.3,
+    )["loss"]
     loss, metrics = objective(exp, teacher, student, plan[-1]).loss(batch, counts(batch), False)
     np.testing.assert_allclose(loss, pd, rtol=1e-5)
     assert {"mlm_loss", "kd_loss", "nsp_loss"} <= set(metrics)
 
-    exp, teacher, student, _ = setup("distillation.strategy=auxiliary,"
-                                     "distillation.pretrain.distill_ground_truth_ratio=0.3")
+    exp, teacher, student, _ = setup(
+        "distillation.strategy=auxiliary,distillation.pretrain.distill_ground_truth_ratio=0.3"
+    )
     (aux,) = plan_stages(exp.distillation, LAYERS)
     loss, _ = objective(exp, teacher, student, aux).loss(batch, counts(batch), False)
     layer_terms = sum(
-        feature_map_transfer(t["encoder_outputs"][tl], s["encoder_outputs"][sl],
-                             batch["input_mask"])["fmt"]
-        + attention_transfer(t["attention_scores"][tl], s["attention_scores"][sl],
-                             batch["input_mask"])
-        for sl, tl in enumerate((0, 1, 3)))
+        feature_map_transfer(
+            t["encoder_outputs"][tl], s["encoder_outputs"][sl], batch["input_mask"]
+        )["fmt"]
+        + attention_transfer(
+            t["attention_scores"][tl], s["attention_scores"][sl], batch["input_mask"]
+        )
+        for sl, tl in enumerate((0, 1, 3))
+    )
     np.testing.assert_allclose(loss, layer_terms + pd, rtol=1e-5)
 
 
 def test_auxiliary_layer_mean_divides_the_layer_wise_sum_by_L(batch):
     exp, teacher, student, _ = setup("distillation.strategy=auxiliary")
     (aux,) = plan_stages(exp.distillation, LAYERS)
-    args = (teacher, student, aux, (0, 1, 3), exp.distillation.layer_wise, exp.distillation.pretrain)
+    args = (
+        teacher,
+        student,
+        aux,
+        (0, 1, 3),
+        exp.distillation.layer_wise,
+        exp.distillation.pretrain,
+    )
     summed = DistillationObjective(*args).loss(batch, counts(batch), False)
     averaged = DistillationObjective(*args, layer_mean=True).loss(batch, counts(batch), False)
     layer_sum = summed[1]["fmt"] + summed[1]["at"]
@@ -104,23 +126,34 @@ def test_auxiliary_layer_mean_divides_the_layer_wise_sum_by_L(batch):
 
 def test_student_without_dropout_trains_on_its_inference_forward(batch):
     exp, teacher, student, plan = setup()
-    student = m.build_pretrainer(exp.student.build_config().replace(
-        hidden_dropout_prob=0.5, attention_probs_dropout_prob=0.5))
+    student = m.build_pretrainer(
+        exp.student.build_config().replace(
+            hidden_dropout_prob=0.5, attention_probs_dropout_prob=0.5
+        )
+    )
     stage = plan[1]
-    args = (teacher, student, stage, (0, 1, 3), exp.distillation.layer_wise,
-            exp.distillation.pretrain)
+    args = (
+        teacher,
+        student,
+        stage,
+        (0, 1, 3),
+        exp.distillation.layer_wise,
+        exp.distillation.pretrain,
+    )
     quiet = DistillationObjective(*args, student_dropout=False)
     inference = quiet.loss(batch, counts(batch), training=False)[0]
-    np.testing.assert_allclose(quiet.loss(batch, counts(batch), training=True)[0], inference,
-                               rtol=1e-6)
+    np.testing.assert_allclose(
+        quiet.loss(batch, counts(batch), training=True)[0], inference, rtol=1e-6
+    )
     noisy = DistillationObjective(*args).loss(batch, counts(batch), training=True)[0]
-    assert not np.isclose(noisy, inference, rtol=1e-3)      # dropout on: another loss
+    assert not np.isclose(noisy, inference, rtol=1e-3)  # dropout on: another loss
 
 
 def test_teacher_runs_in_inference_mode(batch):
     # A teacher with heavy dropout gives the same loss twice, equal to its inference output.
-    exp, teacher, student, plan = setup(teacher_changes={"hidden_dropout_prob": 0.5,
-                                                         "attention_probs_dropout_prob": 0.5})
+    exp, teacher, student, plan = setup(
+        teacher_changes={"hidden_dropout_prob": 0.5, "attention_probs_dropout_prob": 0.5}
+    )
     obj = objective(exp, teacher, student, plan[-1])
     first = obj.loss(batch, counts(batch), training=True)[0]
     second = obj.loss(batch, counts(batch), training=True)[0]
@@ -135,25 +168,30 @@ def test_a_stage_moves_only_its_variables_at_its_rates_and_never_the_teacher(sta
     # move of each variable reveals its learning rate.
     exp, teacher, student, plan = setup(
         "trainer.optimizer.type=adamw,trainer.optimizer.weight_decay_rate=0.0,"
-        "distillation.pretrain.learning_rate.warmup_steps=0")
+        "distillation.pretrain.learning_rate.warmup_steps=0"
+    )
     stage = plan[stage_index]
     groups = stage_variables(student, stage)
     optimizer = build_stage_optimizer(exp.trainer.optimizer, stage, groups)
-    step = make_train_step(tf.distribute.get_strategy(), objective(exp, teacher, student, stage),
-                           optimizer, [v for vs in groups.values() for v in vs])
+    step = make_train_step(
+        tf.distribute.get_strategy(),
+        objective(exp, teacher, student, stage),
+        optimizer,
+        [v for vs in groups.values() for v in vs],
+    )
     teacher_before = [w.numpy().copy() for w in teacher.weights]
     before = {v.ref(): v.numpy().copy() for v in student.weights}
     iterator = iter(tiny_batches(16))
     step(iterator)
     for w, b in zip(teacher.weights, teacher_before):
         np.testing.assert_array_equal(w.numpy(), b, err_msg=f"teacher {w.name} changed")
-    lr = stage.learning_rate.peak                      # update 0, no warmup: the peak rate
+    lr = stage.learning_rate.peak  # update 0, no warmup: the peak rate
     moved = {v.ref(): float(np.max(np.abs(v.numpy() - before[v.ref()]))) for v in student.weights}
     rate_of = {v.ref(): rate for rate, vs in groups.items() for v in vs}
     for v in student.weights:
         if v.ref() not in rate_of:
             assert moved[v.ref()] == 0.0, f"{v.name} is not trained in {stage.name}"
-        else:                  # ≤ lr·rate (less where |g| is near Adam's ε)
+        else:  # ≤ lr·rate (less where |g| is near Adam's ε)
             assert moved[v.ref()] <= lr * rate_of[v.ref()] * 1.001, v.name
     for rate, variables in groups.items():
         largest = max(moved[v.ref()] for v in variables)
@@ -185,7 +223,10 @@ def test_a_bfloat16_step_trains_with_float32_losses(batch):
     loss, _ = obj.loss(batch, counts(batch), False)
     assert loss.dtype == tf.float32
     np.testing.assert_allclose(float(loss), float(reference), rtol=5e-2)
-    step = make_train_step(tf.distribute.get_strategy(), obj,
-                           build_stage_optimizer(exp.trainer.optimizer, stage, groups),
-                           [v for vs in groups.values() for v in vs])
+    step = make_train_step(
+        tf.distribute.get_strategy(),
+        obj,
+        build_stage_optimizer(exp.trainer.optimizer, stage, groups),
+        [v for vs in groups.values() for v in vs],
+    )
     assert np.isfinite(float(step(iter(tiny_batches(16)))["loss"]))

@@ -14,8 +14,9 @@ EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
 
 def stages(strategy, layers=3, **overrides):
     extra = ",".join(f"distillation.{k}={v}" for k, v in overrides.items())
-    exp = tiny_distill_experiment(f"distillation.strategy={strategy}"
-                                  + ("," + extra if extra else ""))
+    exp = tiny_distill_experiment(
+        f"distillation.strategy={strategy}" + ("," + extra if extra else "")
+    )
     return plan_stages(exp.distillation, layers)
 
 
@@ -29,8 +30,15 @@ def test_progressive_trains_one_layer_per_stage_and_the_lower_ones_slower():
     assert not any(s.use_pd for s in plan[:3]) and plan[3].use_pd
     assert not plan[3].layer_wise
     pd = plan[3].rates
-    assert set(pd) == {"embedding", "block_0", "block_1", "block_2", "mlm_head", "pooler",
-                       "nsp_head"} and set(pd.values()) == {1.0}
+    assert set(pd) == {
+        "embedding",
+        "block_0",
+        "block_1",
+        "block_2",
+        "mlm_head",
+        "pooler",
+        "nsp_head",
+    } and set(pd.values()) == {1.0}
 
 
 def test_lower_layers_frozen_or_at_full_rate_by_config():
@@ -46,33 +54,45 @@ def test_the_original_codes_layer_wise_rates():
     plan = stages("progressive", **original)
     assert plan[0].rates == {"block_0": 3.0}
     assert plan[2].rates == pytest.approx({"block_0": 0.3, "block_1": 0.3, "block_2": 3.0})
-    assert set(plan[3].rates.values()) == {1.0}                       # PD: everything at 1x
+    assert set(plan[3].rates.values()) == {1.0}  # PD: everything at 1x
     assert stages("joint", **original)[0].rates == {f"block_{i}": 3.0 for i in range(3)}
     with_embedding = stages("progressive", **{"layer_wise.current_lr_multiplier": 2.0})
-    assert with_embedding[1].rates == pytest.approx({"embedding": 0.2, "block_0": 0.2,
-                                                     "block_1": 2.0})
+    assert with_embedding[1].rates == pytest.approx(
+        {"embedding": 0.2, "block_0": 0.2, "block_1": 2.0}
+    )
 
 
 def test_the_paper_scale_yaml_uses_the_original_recipe():
     exp = load_distill_experiment(EXPERIMENTS / "distill_ibbert_to_mobilebert.yaml")
     d, lw = exp.distillation, exp.distillation.layer_wise
-    assert (lw.current_lr_multiplier, lw.lower_lr_multiplier, lw.train_embedding) == (3.0, 0.1,
-                                                                                      False)
+    assert (lw.current_lr_multiplier, lw.lower_lr_multiplier, lw.train_embedding) == (
+        3.0,
+        0.1,
+        False,
+    )
     assert lw.learning_rate.warmup_steps == lw.steps // 10
     assert lw.learning_rate.end == pytest.approx(0.9 * lw.learning_rate.peak)
     assert lw.learning_rate.power == 0.5
     assert not d.student_dropout
 
 
-@pytest.mark.parametrize("override,field", [
-    ("layer_wise.current_lr_multiplier=0", "distillation.layer_wise.current_lr_multiplier"),
-    ("layer_wise.lower_lr_multiplier=1.5", "distillation.layer_wise.lower_lr_multiplier"),
-    ("layer_wise.lower_lr_multiplier=-0.1", "distillation.layer_wise.lower_lr_multiplier"),
-    ("layer_wise.steps=0", "distillation.layer_wise.steps"),
-    ("layer_wise.learning_rate.warmup_steps=3",
-     "distillation.layer_wise.learning_rate.warmup_steps"),
-    ("pretrain.learning_rate.warmup_steps=5", "distillation.pretrain.learning_rate.warmup_steps"),
-])
+@pytest.mark.parametrize(
+    "override,field",
+    [
+        ("layer_wise.current_lr_multiplier=0", "distillation.layer_wise.current_lr_multiplier"),
+        ("layer_wise.lower_lr_multiplier=1.5", "distillation.layer_wise.lower_lr_multiplier"),
+        ("layer_wise.lower_lr_multiplier=-0.1", "distillation.layer_wise.lower_lr_multiplier"),
+        ("layer_wise.steps=0", "distillation.layer_wise.steps"),
+        (
+            "layer_wise.learning_rate.warmup_steps=3",
+            "distillation.layer_wise.learning_rate.warmup_steps",
+        ),
+        (
+            "pretrain.learning_rate.warmup_steps=5",
+            "distillation.pretrain.learning_rate.warmup_steps",
+        ),
+    ],
+)
 def test_a_schedule_that_cannot_run_is_refused_naming_the_field(override, field):
     key, value = override.split("=")
     with pytest.raises(ValueError, match=field.replace(".", r"\.")):
@@ -141,16 +161,20 @@ def test_transfer_teacher_layers_maps_and_fails_clearly():
     # At config time, from an experiment:
     with pytest.raises(ValueError, match="has 1 entries"):
         tiny_distill_experiment("distillation.transfer_teacher_layers=[1]")
-    exp = tiny_distill_experiment("student.overrides.num_hidden_layers=1,"
-                                  "distillation.transfer_teacher_layers=[1]")
+    exp = tiny_distill_experiment(
+        "student.overrides.num_hidden_layers=1,distillation.transfer_teacher_layers=[1]"
+    )
     assert exp.distillation.transfer_teacher_layers == (1,)
 
 
-@pytest.mark.parametrize("field, value, message", [
-    ("hidden_size", 64, "hidden_size: teacher 128, student 64"),
-    ("num_attention_heads", 2, "num_attention_heads: teacher 4, student 2"),
-    ("embedding_size", 16, "embedding_size: teacher 32, student 16"),
-])
+@pytest.mark.parametrize(
+    "field, value, message",
+    [
+        ("hidden_size", 64, "hidden_size: teacher 128, student 64"),
+        ("num_attention_heads", 2, "num_attention_heads: teacher 4, student 2"),
+        ("embedding_size", 16, "embedding_size: teacher 32, student 16"),
+    ],
+)
 def test_pairs_that_cannot_be_distilled_fail_at_config_time(field, value, message):
     with pytest.raises(ValueError, match=message):
         tiny_distill_experiment(f"student.overrides.{field}={value}")
@@ -158,9 +182,12 @@ def test_pairs_that_cannot_be_distilled_fail_at_config_time(field, value, messag
 
 def test_experiment_files_load_and_paper_scale_matches_the_recipe():
     files = sorted(EXPERIMENTS.glob("distill_*.yaml"))
-    assert {f.name for f in files} >= {"distill_ibbert_to_mobilebert.yaml",
-                                       "distill_tiny_pkt.yaml", "distill_tiny_jkt.yaml",
-                                       "distill_tiny_akt.yaml"}
+    assert {f.name for f in files} >= {
+        "distill_ibbert_to_mobilebert.yaml",
+        "distill_tiny_pkt.yaml",
+        "distill_tiny_jkt.yaml",
+        "distill_tiny_akt.yaml",
+    }
     for f in files:
         exp = load_distill_experiment(f)
         assert exp.student.build_config().vocab_size == exp.data.vocab_size
@@ -175,8 +202,12 @@ def test_experiment_files_load_and_paper_scale_matches_the_recipe():
     assert paper.student.build_config() == m.get_preset("mobilebert")
     for name in ("pkt", "jkt", "akt"):
         exp = load_distill_experiment(EXPERIMENTS / f"distill_tiny_{name}.yaml")
-        assert exp.distillation.strategy == {"pkt": "progressive", "jkt": "joint",
-                                             "akt": "auxiliary"}[name]
+        assert (
+            exp.distillation.strategy
+            == {"pkt": "progressive", "jkt": "joint", "akt": "auxiliary"}[name]
+        )
         assert total_steps(plan_stages(exp.distillation, 4)) == total_steps(
-            plan_stages(load_distill_experiment(EXPERIMENTS / "distill_tiny_pkt.yaml")
-                        .distillation, 4))
+            plan_stages(
+                load_distill_experiment(EXPERIMENTS / "distill_tiny_pkt.yaml").distillation, 4
+            )
+        )

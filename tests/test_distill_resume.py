@@ -14,8 +14,10 @@ from mbert_lib.train.checkpointing import read_done
 from tests.distill_fixtures import make_teacher_dir, tiny_distill_experiment
 
 # A 1-layer student learns teacher layer 1 (of 2): stage layer_0 (3 steps), then PD (4 steps).
-RUN = ("student.overrides.num_hidden_layers=1,distillation.transfer_teacher_layers=[1],"
-       "trainer.checkpoint_interval=2")
+RUN = (
+    "student.overrides.num_hidden_layers=1,distillation.transfer_teacher_layers=[1],"
+    "trainer.checkpoint_interval=2"
+)
 QUIET = {"show_progress": False, "log": lambda _: None}
 
 
@@ -32,11 +34,12 @@ def straight(teacher, tmp_path_factory):
 
 
 def test_killed_run_resumes_in_its_stage_and_finishes_like_an_uninterrupted_one(
-        teacher, straight, tmp_path, monkeypatch):
+    teacher, straight, tmp_path, monkeypatch
+):
     model_dir, experiment = str(tmp_path), tiny_distill_experiment(RUN)
     update, steps = progress.Progress.update, []
 
-    def killed_after_6_updates(self, metrics):   # 3 layer-wise + 3 PD steps
+    def killed_after_6_updates(self, metrics):  # 3 layer-wise + 3 PD steps
         update(self, metrics)
         steps.append(1)
         if len(steps) == 6:
@@ -53,11 +56,11 @@ def test_killed_run_resumes_in_its_stage_and_finishes_like_an_uninterrupted_one(
     finished_at = os.stat(os.path.join(first_stage, STAGE_DONE_FILE)).st_mtime_ns
 
     messages = []
-    record = run_distillation(experiment, teacher, model_dir, show_progress=False,
-                              log=messages.append)
+    record = run_distillation(
+        experiment, teacher, model_dir, show_progress=False, log=messages.append
+    )
     assert any(m.startswith("stage 1/2 layer_0: done, skipped") for m in messages), messages
-    assert any(m.startswith("stage 2/2 pd") and "ckpt-2 at step 2" in m for m in messages), \
-        messages
+    assert any(m.startswith("stage 2/2 pd") and "ckpt-2 at step 2" in m for m in messages), messages
     assert os.stat(os.path.join(first_stage, STAGE_DONE_FILE)).st_mtime_ns == finished_at
     assert record["train_steps"] == 7
     resumed, uninterrupted = load_pretrainer(model_dir), load_pretrainer(straight)
@@ -67,7 +70,8 @@ def test_killed_run_resumes_in_its_stage_and_finishes_like_an_uninterrupted_one(
 
 
 def test_a_stage_killed_after_its_last_checkpoint_is_finished_not_retrained(
-        teacher, tmp_path, monkeypatch):
+    teacher, tmp_path, monkeypatch
+):
     model_dir, experiment = str(tmp_path), tiny_distill_experiment(RUN)
     write_text = distill_trainer.atomic.write_text
 
@@ -82,32 +86,44 @@ def test_a_stage_killed_after_its_last_checkpoint_is_finished_not_retrained(
     monkeypatch.undo()
     messages, updates = [], []
     update = progress.Progress.update
-    monkeypatch.setattr(progress.Progress, "update",
-                        lambda self, m: (updates.append(1), update(self, m)))
+    monkeypatch.setattr(
+        progress.Progress, "update", lambda self, m: (updates.append(1), update(self, m))
+    )
     run_distillation(experiment, teacher, model_dir, show_progress=False, log=messages.append)
     assert any("resumed from" in m and "at step 3" in m for m in messages), messages
-    assert len(updates) == 4    # only the PD stage trained
+    assert len(updates) == 4  # only the PD stage trained
 
 
 def test_finished_run_is_not_redone_and_leaves_a_loadable_model_directory(teacher, straight):
     weights = os.path.join(straight, "model.ckpt.index")
     before = os.stat(weights).st_mtime_ns
     messages = []
-    record = run_distillation(tiny_distill_experiment(RUN), teacher, straight,
-                              show_progress=False, log=messages.append)
+    record = run_distillation(
+        tiny_distill_experiment(RUN), teacher, straight, show_progress=False, log=messages.append
+    )
     assert messages[0].startswith("already done") and record == read_done(straight)
     assert os.stat(weights).st_mtime_ns == before
     names = set(os.listdir(straight))
-    assert {"bert_config.json", "model.ckpt.index", "vocab.txt", "experiment.yaml",
-            "training_done.json", "stages", "tensorboard"} <= names
-    with open(os.path.join(teacher, "vocab.txt")) as a, \
-            open(os.path.join(straight, "vocab.txt")) as b:
+    assert {
+        "bert_config.json",
+        "model.ckpt.index",
+        "vocab.txt",
+        "experiment.yaml",
+        "training_done.json",
+        "stages",
+        "tensorboard",
+    } <= names
+    with (
+        open(os.path.join(teacher, "vocab.txt")) as a,
+        open(os.path.join(straight, "vocab.txt")) as b,
+    ):
         assert a.read() == b.read()
     encoder = load_encoder(straight)
     assert encoder.config == tiny_distill_experiment(RUN).student.build_config()
     metrics = record["eval"]
     assert {"mlm_accuracy", "perplexity", "nsp_accuracy", "layer_0/at", "layer_0/fmt"} <= set(
-        metrics)
+        metrics
+    )
     assert [s["stage"] for s in record["stages"]] == ["00_layer_0", "01_pd"]
     assert {"layer_0/fmt", "layer_0/at"} <= set(record["stages"][0]["eval"])
 
@@ -121,22 +137,30 @@ def test_the_student_copies_the_teachers_embedding_at_the_start(teacher, straigh
     t = load_pretrainer(teacher)
     np.testing.assert_array_equal(
         initial.encoder.embedding.word_embeddings.embeddings.numpy(),
-        t.encoder.embedding.word_embeddings.embeddings.numpy())
+        t.encoder.embedding.word_embeddings.embeddings.numpy(),
+    )
     stages = plan_stages(experiment.distillation, 1)
     after = load_stage_student(straight, stages[0], experiment.student.build_config())
-    assert not np.allclose(after.encoder.blocks[0].weights[0].numpy(),
-                           initial.encoder.blocks[0].weights[0].numpy())
+    assert not np.allclose(
+        after.encoder.blocks[0].weights[0].numpy(), initial.encoder.blocks[0].weights[0].numpy()
+    )
 
 
-def test_another_strategy_or_teacher_in_the_same_model_dir_is_refused(teacher, straight,
-                                                                      tmp_path):
+def test_another_strategy_or_teacher_in_the_same_model_dir_is_refused(teacher, straight, tmp_path):
     with pytest.raises(ValueError, match=r"changed: \['distillation.strategy'\]"):
-        run_distillation(tiny_distill_experiment(RUN + ",distillation.strategy=joint"),
-                         teacher, straight, **QUIET)
+        run_distillation(
+            tiny_distill_experiment(RUN + ",distillation.strategy=joint"),
+            teacher,
+            straight,
+            **QUIET,
+        )
     with pytest.raises(ValueError, match="intra_bottleneck_size"):
-        run_distillation(tiny_distill_experiment(RUN + ",teacher.overrides."
-                                                 "intra_bottleneck_size=64"),
-                         teacher, str(tmp_path / "other"), **QUIET)
+        run_distillation(
+            tiny_distill_experiment(RUN + ",teacher.overrides.intra_bottleneck_size=64"),
+            teacher,
+            str(tmp_path / "other"),
+            **QUIET,
+        )
 
 
 def test_a_damaged_stage_snapshot_is_named(straight, tmp_path):

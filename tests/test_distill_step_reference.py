@@ -32,18 +32,24 @@ from mbert_lib.train.loop import make_train_step
 from tests.train_fixtures import VOCAB, tiny_batches
 
 LAYERS, LR = 2, 1e-2
-NO_DROPOUT = dict(vocab_size=VOCAB, num_hidden_layers=LAYERS, max_position_embeddings=32,
-                  hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+NO_DROPOUT = dict(
+    vocab_size=VOCAB,
+    num_hidden_layers=LAYERS,
+    max_position_embeddings=32,
+    hidden_dropout_prob=0.0,
+    attention_probs_dropout_prob=0.0,
+)
 DISTILLATION = DistillationSection(
     strategy="progressive",
     layer_wise=LayerWiseSection(learning_rate=LearningRateSection(peak=LR, end=LR)),
-    pretrain=PretrainDistillSection(learning_rate=LearningRateSection(peak=LR, end=LR)))
+    pretrain=PretrainDistillSection(learning_rate=LearningRateSection(peak=LR, end=LR)),
+)
 
 
 # ----------------------------------------------------------- reference forward
 def _attention(att, qk, v, mask):
     """softmax(Q Kᵀ / sqrt(d) + M) V W_O, einsum per product. -> ([B, T, O], [B, N, T, S])."""
-    q, k, value = att.query(qk), att.key(qk), att.value(v)                 # [B, T, N, d]
+    q, k, value = att.query(qk), att.key(qk), att.value(v)  # [B, T, N, d]
     scores = tf.einsum("BTNd,BSNd->BNTS", q, k) / math.sqrt(att.head_size)
     scores += (1.0 - tf.cast(mask, tf.float32))[:, None, None, :] * -1e9
     probs = tf.nn.softmax(scores, axis=-1)
@@ -51,14 +57,17 @@ def _attention(att, qk, v, mask):
 
 
 def _block(block, x, mask):
-    a = block.bottleneck_input_norm(block.bottleneck_input(x))             # [B, T, h]
-    qk, v = (block.bottleneck_attention_norm(block.bottleneck_attention(x)), x) \
-        if block.key_query_shared_bottleneck else (x, x)
+    a = block.bottleneck_input_norm(block.bottleneck_input(x))  # [B, T, h]
+    qk, v = (
+        (block.bottleneck_attention_norm(block.bottleneck_attention(x)), x)
+        if block.key_query_shared_bottleneck
+        else (x, x)
+    )
     attended, probs = _attention(block.attention, qk, v, mask)
     u = block.attention_norm(attended + a)
     for ffn in block.ffns:
         u = ffn.norm(ffn.output_dense(ffn.intermediate(u)) + u)
-    return block.bottleneck_output_norm(block.bottleneck_output(u) + x), probs   # [B, T, H]
+    return block.bottleneck_output_norm(block.bottleneck_output(u) + x), probs  # [B, T, H]
 
 
 def _forward(model, batch, num_layers):
@@ -82,43 +91,45 @@ def _layer_norm(x):
 
 
 def _reference_loss(teacher, student, stage, batch):
-    w = tf.cast(batch["input_mask"], tf.float32)                           # [B, T]
+    w = tf.cast(batch["input_mask"], tf.float32)  # [B, T]
     tokens = tf.reduce_sum(w)
     depth = LAYERS if stage.use_pd else max(stage.transfer_layers) + 1
     t_hidden, t_probs, t_mlm, _ = _forward(teacher, batch, depth)
     s_hidden, s_probs, s_mlm, s_nsp = _forward(student, batch, depth)
     loss = 0.0
     for layer in stage.transfer_layers:
-        t, s = t_hidden[layer], s_hidden[layer]                            # [B, T, H]
+        t, s = t_hidden[layer], s_hidden[layer]  # [B, T, H]
         mse = tf.reduce_mean(tf.square(_layer_norm(t) - _layer_norm(s)), -1)
         mean = tf.square(tf.reduce_mean(t, -1) - tf.reduce_mean(s, -1))
         var = tf.abs(tf.math.reduce_variance(t, -1) - tf.math.reduce_variance(s, -1))
         loss += tf.reduce_sum((100.0 * mse + 5000.0 * mean + 5.0 * var) * w) / tokens
-        a_t, a_s = t_probs[layer], s_probs[layer]                          # [B, N, T, T]
+        a_t, a_s = t_probs[layer], s_probs[layer]  # [B, N, T, T]
         kl = tf.reduce_sum(tf.math.xlogy(a_t, a_t) - tf.math.xlogy(a_t, a_s), -1)
         loss += tf.reduce_sum(kl * w[:, None, :]) / (tokens * a_t.shape[1])
     if stage.use_pd:
-        weights = batch["masked_lm_weights"]                               # [B, P]
-        log_p = tf.nn.log_softmax(s_mlm)                                   # [B, P, V]
+        weights = batch["masked_lm_weights"]  # [B, P]
+        log_p = tf.nn.log_softmax(s_mlm)  # [B, P, V]
         ce = -tf.reduce_sum(tf.one_hot(batch["masked_lm_ids"], VOCAB) * log_p, -1)
         kd = -tf.reduce_sum(tf.nn.softmax(t_mlm) * log_p, -1)
         loss += tf.reduce_sum((0.5 * ce + 0.5 * kd) * weights) / tf.reduce_sum(weights)
-        nsp = -tf.reduce_sum(tf.one_hot(batch["next_sentence_labels"], 2)
-                             * tf.nn.log_softmax(s_nsp), -1)
+        nsp = -tf.reduce_sum(
+            tf.one_hot(batch["next_sentence_labels"], 2) * tf.nn.log_softmax(s_nsp), -1
+        )
         loss += tf.reduce_mean(nsp)
     return loss
 
 
 # -------------------------------------------------------------- reference LAMB
-def _numpy_lamb_step(xs, grads, ms, vs, lrs, decay, adapt, t, wd=0.01, b1=0.9, b2=0.999,
-                     eps=1e-6, clip=1.0):
+def _numpy_lamb_step(
+    xs, grads, ms, vs, lrs, decay, adapt, t, wd=0.01, b1=0.9, b2=0.999, eps=1e-6, clip=1.0
+):
     """One clipped LAMB step (t = 1, 2, ...) of every variable; updates xs, ms, vs in place."""
     norm = math.sqrt(sum(float(np.sum(g * g)) for g in grads))
     for i, g in enumerate(grads):
         g = g * clip / max(norm, clip)
         ms[i] = b1 * ms[i] + (1 - b1) * g
         vs[i] = b2 * vs[i] + (1 - b2) * g * g
-        u = (ms[i] / (1 - b1 ** t)) / (np.sqrt(vs[i] / (1 - b2 ** t)) + eps)
+        u = (ms[i] / (1 - b1**t)) / (np.sqrt(vs[i] / (1 - b2**t)) + eps)
         if decay[i]:
             u = u + wd * xs[i]
         w_norm, u_norm = np.linalg.norm(xs[i]), np.linalg.norm(u)
@@ -137,22 +148,25 @@ def test_two_steps_match_the_reference(stage_index):
     groups = stage_variables(student, stage)
     variables = [v for vs in groups.values() for v in vs]
     optimizer = build_stage_optimizer(OptimizerSection(), stage, groups)
-    objective = DistillationObjective(teacher, student, stage, range(LAYERS),
-                                      DISTILLATION.layer_wise, DISTILLATION.pretrain)
+    objective = DistillationObjective(
+        teacher, student, stage, range(LAYERS), DISTILLATION.layer_wise, DISTILLATION.pretrain
+    )
     step = make_train_step(tf.distribute.get_strategy(), objective, optimizer, variables)
-    batches = list(tiny_batches(num_examples=16))          # two batches
+    batches = list(tiny_batches(num_examples=16))  # two batches
     lamb = optimizer.optimizers[0]
     lrs = [LR * rate for rate, vs in groups.items() for _ in vs]
     decay = [lamb.uses_weight_decay(v) for v in variables]
     adapt = [lamb.uses_layer_adaptation(v) for v in variables]
     xs = [v.numpy().astype(np.float64) for v in variables]
     ms, vs = [np.zeros_like(x) for x in xs], [np.zeros_like(x) for x in xs]
-    iterator = iter(tiny_batches(num_examples=16))         # the same batches, from tf.data
+    iterator = iter(tiny_batches(num_examples=16))  # the same batches, from tf.data
     for t, batch in enumerate(batches, start=1):
         with tf.GradientTape() as tape:
             want_loss = _reference_loss(teacher, student, stage, batch)
-        want_grads = [tf.convert_to_tensor(g).numpy().astype(np.float64)
-                      for g in tape.gradient(want_loss, variables)]
+        want_grads = [
+            tf.convert_to_tensor(g).numpy().astype(np.float64)
+            for g in tape.gradient(want_loss, variables)
+        ]
         want_norm = _numpy_lamb_step(xs, want_grads, ms, vs, lrs, decay, adapt, t)
         out = step(iterator)
         np.testing.assert_allclose(float(out["loss"]), float(want_loss), rtol=2e-5)

@@ -10,7 +10,7 @@ from tests.test_distill_analysis import B, N, T, features, input_mask, probabili
 def numpy_kl(p, q, mask):
     """Mean over heads and real query rows of Σ_keys p log(p / q); p, q [B, N, T, T]."""
     safe = np.where(p > 0, p, 1.0)
-    kl = (p * (np.log(safe) - np.log(np.where(p > 0, q, 1.0)))).sum(-1)          # [B, N, T]
+    kl = (p * (np.log(safe) - np.log(np.where(p > 0, q, 1.0)))).sum(-1)  # [B, N, T]
     rows = np.broadcast_to(mask[:, None, :].astype(bool), kl.shape)
     return kl[rows].mean()
 
@@ -36,21 +36,23 @@ def test_each_layer_is_measured_around_its_own_stage():
     real = MASK.astype(bool)
     for k, row in enumerate(rows):
         before = snapshots[k]
-        assert row["at_before"] == pytest.approx(numpy_kl(
-            TEACHER["attention_scores"][k], before["attention_scores"][k], MASK), rel=1e-4)
+        assert row["at_before"] == pytest.approx(
+            numpy_kl(TEACHER["attention_scores"][k], before["attention_scores"][k], MASK), rel=1e-4
+        )
         assert row["at_after"] == pytest.approx(0.0, abs=1e-6)
         diff = TEACHER["encoder_outputs"][k] - before["encoder_outputs"][k]
         assert row["mse_before"] == pytest.approx((diff[real] ** 2).mean(), rel=1e-5)
         assert row["mse_after"] == pytest.approx(0.0, abs=1e-9)
         assert row["spread_after"] == pytest.approx(row["spread_teacher"], rel=1e-6)
-        largest = TEACHER["attention_scores"][k].max(-1)                         # [B, N, T]
+        largest = TEACHER["attention_scores"][k].max(-1)  # [B, N, T]
         assert row["max_prob_after"] == pytest.approx(
-            largest[np.broadcast_to(real[:, None, :], largest.shape)].mean(), rel=1e-5)
+            largest[np.broadcast_to(real[:, None, :], largest.shape)].mean(), rel=1e-5
+        )
     assert rows[0]["max_prob_uniform"] == pytest.approx(B / MASK.sum())
     summary = {"layers": rows, "ablation_at_kl": {"with_at": 0.1, "without_at": 0.15}}
     got = transfer_summary.targets(summary)
     assert got["at_halves"] and got["mse_halves"] and got["spread_toward_teacher"]
-    assert not got["ablation_2x"]                                 # 1.5x is not 2x
+    assert not got["ablation_2x"]  # 1.5x is not 2x
 
 
 def test_a_stage_that_changed_nothing_misses_the_targets():
@@ -62,7 +64,7 @@ def test_a_stage_that_changed_nothing_misses_the_targets():
 
 
 def test_uniform_attention_rows_sum_to_one_over_real_keys():
-    u = transfer_summary.uniform_attention(MASK, N)[0]                           # [B, N, T, T]
+    u = transfer_summary.uniform_attention(MASK, N)[0]  # [B, N, T, T]
     np.testing.assert_allclose(u.sum(-1), 1.0)
     assert np.all(u[:, :, :, ~MASK[0].astype(bool)][0] == 0)
     assert u.shape == (B, N, T, T)
@@ -70,13 +72,18 @@ def test_uniform_attention_rows_sum_to_one_over_real_keys():
 
 def test_the_ablation_kl_is_finite_when_a_student_probability_underflows_to_zero():
     student = {k: v.copy() for k, v in RANDOM.items()}
-    expected = np.mean([numpy_kl(TEACHER["attention_scores"][k], RANDOM["attention_scores"][k],
-                                 MASK) for k in range(2)])
+    expected = np.mean(
+        [
+            numpy_kl(TEACHER["attention_scores"][k], RANDOM["attention_scores"][k], MASK)
+            for k in range(2)
+        ]
+    )
     got = transfer_summary.mean_attention_kl(TEACHER, student, MASK, (0, 1))
-    assert got == pytest.approx(expected, rel=1e-5)                 # no zero: the exact KL
-    student["attention_scores"][0][0, 0, 0, 0] = 0.0                 # one real key underflows
+    assert got == pytest.approx(expected, rel=1e-5)  # no zero: the exact KL
+    student["attention_scores"][0][0, 0, 0, 0] = 0.0  # one real key underflows
     with np.errstate(divide="ignore"):
-        assert np.isinf(numpy_kl(TEACHER["attention_scores"][0], student["attention_scores"][0],
-                                 MASK))
+        assert np.isinf(
+            numpy_kl(TEACHER["attention_scores"][0], student["attention_scores"][0], MASK)
+        )
     floored = transfer_summary.mean_attention_kl(TEACHER, student, MASK, (0, 1))
     assert np.isfinite(floored) and floored > got

@@ -13,13 +13,19 @@ B, T, V, E, H, P = 2, 7, 50, 8, 24, 16
 
 def _ids(seed=0):
     rng = np.random.RandomState(seed)
-    return (rng.randint(0, V, (B, T)).astype(np.int32),
-            rng.randint(0, 2, (B, T)).astype(np.int32))
+    return (rng.randint(0, V, (B, T)).astype(np.int32), rng.randint(0, 2, (B, T)).astype(np.int32))
 
 
 def _embedding(**kwargs):
-    args = dict(vocab_size=V, embedding_size=E, hidden_size=H, max_position_embeddings=P,
-                type_vocab_size=2, trigram_input=True, normalization_type="no_norm")
+    args = dict(
+        vocab_size=V,
+        embedding_size=E,
+        hidden_size=H,
+        max_position_embeddings=P,
+        type_vocab_size=2,
+        trigram_input=True,
+        normalization_type="no_norm",
+    )
     layer = MobileBertEmbedding(**{**args, **kwargs})
     word_ids, type_ids = _ids()
     layer(word_ids, type_ids)
@@ -29,15 +35,16 @@ def _embedding(**kwargs):
     table = layer.embedding_table
     table.assign(rng.standard_normal(table.shape).astype(np.float32))
     if layer.needs_projection:
-        kernel = layer.embedding_transformation.kernel                      # [3E or E, H]
-        kernel.assign(rng.standard_normal(kernel.shape).astype(np.float32)
-                      / np.sqrt(kernel.shape[0]))
+        kernel = layer.embedding_transformation.kernel  # [3E or E, H]
+        kernel.assign(
+            rng.standard_normal(kernel.shape).astype(np.float32) / np.sqrt(kernel.shape[0])
+        )
     return layer
 
 
 def test_trigram_concat_order_and_zero_ends():
-    x = np.arange(1, B * T * 3 + 1, dtype=np.float32).reshape(B, T, 3)   # [B, T, E=3]
-    y = trigram_concat(x).numpy()                                         # [B, T, 9]
+    x = np.arange(1, B * T * 3 + 1, dtype=np.float32).reshape(B, T, 3)  # [B, T, E=3]
+    y = trigram_concat(x).numpy()  # [B, T, 9]
     assert y.shape == (B, T, 9)
     for t in range(T):
         np.testing.assert_array_equal(y[:, t, 3:6], x[:, t])
@@ -50,22 +57,24 @@ def _conv_embedding(layer, word_ids, type_ids, taps):
     conv = tf_keras.layers.Conv1D(H, 3, padding="same")
     conv.build((None, T, E))
     conv.set_weights([taps, layer.embedding_transformation.bias.numpy()])
-    e = layer.embedding_table.numpy()[word_ids]                               # [B, T, E]
-    x = (conv(e).numpy() + layer.position_embeddings.embeddings.numpy()[:T]
-         + layer.token_type_embeddings.embeddings.numpy()[type_ids])          # [B, T, H]
+    e = layer.embedding_table.numpy()[word_ids]  # [B, T, E]
+    x = (
+        conv(e).numpy()
+        + layer.position_embeddings.embeddings.numpy()[:T]
+        + layer.token_type_embeddings.embeddings.numpy()[type_ids]
+    )  # [B, T, H]
     return x * layer.norm.gamma.numpy() + layer.norm.beta.numpy()
 
 
 def test_trigram_embedding_equals_conv1d_same():
     layer = _embedding()
     word_ids, type_ids = _ids(1)
-    kernel = layer.embedding_transformation.kernel.numpy()                    # [3E, H]
+    kernel = layer.embedding_transformation.kernel.numpy()  # [3E, H]
     assert kernel.shape == (3 * E, H)
     # Rows are [e_{t+1}; e_t; e_{t-1}]; Conv1D tap k multiplies x_{t+k-1}.
-    taps = kernel.reshape(3, E, H)[::-1]                                      # [3, E, H]
+    taps = kernel.reshape(3, E, H)[::-1]  # [3, E, H]
     expected = _conv_embedding(layer, word_ids, type_ids, taps)
-    np.testing.assert_allclose(layer(word_ids, type_ids).numpy(), expected,
-                               rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(layer(word_ids, type_ids).numpy(), expected, rtol=1e-5, atol=1e-5)
 
 
 def test_trigram_embedding_differs_from_conv1d_with_taps_in_the_wrong_order():
@@ -80,13 +89,14 @@ def test_plain_bert_embedding_has_no_projection():
     layer = _embedding(embedding_size=H, trigram_input=False, normalization_type="layer_norm")
     assert layer.embedding_transformation is None
     word_ids, type_ids = _ids(2)
-    x = (layer.embedding_table.numpy()[word_ids]
-         + layer.position_embeddings.embeddings.numpy()[:T]
-         + layer.token_type_embeddings.embeddings.numpy()[type_ids])
+    x = (
+        layer.embedding_table.numpy()[word_ids]
+        + layer.position_embeddings.embeddings.numpy()[:T]
+        + layer.token_type_embeddings.embeddings.numpy()[type_ids]
+    )
     x = (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-12)
     expected = x * layer.norm.gamma.numpy() + layer.norm.beta.numpy()
-    np.testing.assert_allclose(layer(word_ids, type_ids).numpy(), expected,
-                               rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(layer(word_ids, type_ids).numpy(), expected, rtol=1e-4, atol=1e-4)
 
 
 def test_thin_table_without_trigram_is_projected():
@@ -140,5 +150,6 @@ def test_config_round_trip_gives_the_same_function():
     assert clone.get_config() == layer.get_config()
     clone(word_ids, type_ids)
     clone.set_weights(layer.get_weights())
-    np.testing.assert_array_equal(clone(word_ids, type_ids).numpy(),
-                                  layer(word_ids, type_ids).numpy())
+    np.testing.assert_array_equal(
+        clone(word_ids, type_ids).numpy(), layer(word_ids, type_ids).numpy()
+    )

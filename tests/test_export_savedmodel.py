@@ -18,15 +18,27 @@ from mbert_lib.convert import pretrainer_from_tf1_arrays, save_pretrainer
 from tests.convert_fixtures import STUDENT, inputs, model_outputs, random_arrays, reference_shapes
 
 SEQ = 16
-WORDS = ("the cat sat on mat hello world mobile ##bert run ##ning phone cafe naive "
-         "resume un ##aff ##able is small").split()
-SENTENCES = ["Hello, World! The cat sat on the mat.", "MobileBERT runs on phones.",
-             "Café naïve résumé", "Unaffable xyzzy!", "the cat " * 20]
+WORDS = (
+    "the cat sat on mat hello world mobile ##bert run ##ning phone cafe naive "
+    "resume un ##aff ##able is small"
+).split()
+SENTENCES = [
+    "Hello, World! The cat sat on the mat.",
+    "MobileBERT runs on phones.",
+    "Café naïve résumé",
+    "Unaffable xyzzy!",
+    "the cat " * 20,
+]
 
 
 def _vocab(size):
-    tokens = (["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + list(".,!?'-") + WORDS
-              + list(string.ascii_lowercase) + ["##" + c for c in string.ascii_lowercase])
+    tokens = (
+        ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+        + list(".,!?'-")
+        + WORDS
+        + list(string.ascii_lowercase)
+        + ["##" + c for c in string.ascii_lowercase]
+    )
     assert len(tokens) == len(set(tokens)) <= size
     return tokens + [f"[unused{i}]" for i in range(size - len(tokens))]
 
@@ -39,31 +51,61 @@ def exported(tmp_path_factory):
     vocab_file = root / "source" / "vocab.txt"
     vocab_file.parent.mkdir()
     vocab_file.write_text("\n".join(_vocab(STUDENT.vocab_size)) + "\n")
-    assert main(["export", "savedmodel", "--checkpoint", str(root / "ckpt"),
-                 "--vocab_file", str(vocab_file), "--do_lower_case",
-                 "--export_path", str(root / "encoder"), "--seq_length", str(SEQ)]) == 0
+    assert (
+        main(
+            [
+                "export",
+                "savedmodel",
+                "--checkpoint",
+                str(root / "ckpt"),
+                "--vocab_file",
+                str(vocab_file),
+                "--do_lower_case",
+                "--export_path",
+                str(root / "encoder"),
+                "--seq_length",
+                str(SEQ),
+            ]
+        )
+        == 0
+    )
     # The SavedModels must carry the vocabulary themselves.
     reference_vocab = root / "vocab.txt"
     shutil.move(vocab_file, reference_vocab)
-    return {"model": model, "encoder": str(root / "encoder"),
-            "preprocess": str(root / "encoder_preprocess"), "vocab": str(reference_vocab)}
+    return {
+        "model": model,
+        "encoder": str(root / "encoder"),
+        "preprocess": str(root / "encoder_preprocess"),
+        "vocab": str(reference_vocab),
+    }
 
 
 def _reference_ids(vocab, sentences, pair=None, length=SEQ):
     tokenizer = BertWordPieceTokenizer(vocab, lowercase=True)
     tokenizer.enable_truncation(max_length=length)
     tokenizer.enable_padding(length=length, pad_id=0, pad_token="[PAD]")
-    encodings = (tokenizer.encode_batch(list(zip(sentences, pair))) if pair
-                 else tokenizer.encode_batch(sentences))
-    return {"input_word_ids": np.array([e.ids for e in encodings], np.int32),
-            "input_mask": np.array([e.attention_mask for e in encodings], np.int32),
-            "input_type_ids": np.array([e.type_ids for e in encodings], np.int32)}
+    encodings = (
+        tokenizer.encode_batch(list(zip(sentences, pair)))
+        if pair
+        else tokenizer.encode_batch(sentences)
+    )
+    return {
+        "input_word_ids": np.array([e.ids for e in encodings], np.int32),
+        "input_mask": np.array([e.attention_mask for e in encodings], np.int32),
+        "input_type_ids": np.array([e.type_ids for e in encodings], np.int32),
+    }
 
 
 def _feed():
     word_ids, mask, type_ids, positions = inputs(STUDENT)
-    return ({"input_word_ids": tf.constant(word_ids), "input_mask": tf.constant(mask),
-             "input_type_ids": tf.constant(type_ids)}, positions)
+    return (
+        {
+            "input_word_ids": tf.constant(word_ids),
+            "input_mask": tf.constant(mask),
+            "input_type_ids": tf.constant(type_ids),
+        },
+        positions,
+    )
 
 
 def test_encoder_savedmodel_matches_keras(exported):
@@ -86,7 +128,8 @@ def test_encoder_savedmodel_matches_keras(exported):
     assert serving["encoder_outputs"].shape[0] == STUDENT.num_hidden_layers
     np.testing.assert_allclose(serving["default"], want["pooled_output"], atol=1e-5)
     assert "mlm_logits" in loaded.signatures["mlm"](
-        **feed, masked_lm_positions=tf.constant(positions))
+        **feed, masked_lm_positions=tf.constant(positions)
+    )
 
     assert bool(loaded.do_lower_case.numpy()) is True
     with open(loaded.vocab_file.asset_path.numpy().decode()) as f, open(exported["vocab"]) as g:
@@ -99,8 +142,9 @@ def test_encoder_savedmodel_converts_to_tflite_with_builtin_ops_only(exported):
     its serving_default runs in the LiteRT interpreter at any shape and equals Keras."""
     from ai_edge_litert.interpreter import Interpreter
 
-    converter = tf.lite.TFLiteConverter.from_saved_model(exported["encoder"],
-                                                         signature_keys=["serving_default"])
+    converter = tf.lite.TFLiteConverter.from_saved_model(
+        exported["encoder"], signature_keys=["serving_default"]
+    )
     converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
     runner = Interpreter(model_content=converter.convert()).get_signature_runner()
     feed, positions = _feed()
@@ -136,8 +180,8 @@ def test_preprocessing_matches_reference_tokenizer(exported):
 
     a, b = ["the cat sat.", "Hello!"], ["on the mat", "MobileBERT runs"]
     packed = preprocess.bert_pack_inputs(
-        [preprocess.tokenize(tf.constant(a)), preprocess.tokenize(tf.constant(b))],
-        tf.constant(24))
+        [preprocess.tokenize(tf.constant(a)), preprocess.tokenize(tf.constant(b))], tf.constant(24)
+    )
     want = _reference_ids(exported["vocab"], a, pair=b, length=24)
     for key in want:
         np.testing.assert_array_equal(packed[key], want[key], err_msg=key)
@@ -158,7 +202,20 @@ def test_vocab_of_the_wrong_size_is_refused(exported, tmp_path, capsys):
     small = tmp_path / "vocab.txt"
     small.write_text("\n".join(_vocab(STUDENT.vocab_size)[:-1]) + "\n")
     ckpt = os.path.join(os.path.dirname(exported["encoder"]), "ckpt")
-    assert main(["export", "savedmodel", "--checkpoint", ckpt, "--vocab_file", str(small),
-                 "--export_path", str(tmp_path / "enc")]) == 2
+    assert (
+        main(
+            [
+                "export",
+                "savedmodel",
+                "--checkpoint",
+                ckpt,
+                "--vocab_file",
+                str(small),
+                "--export_path",
+                str(tmp_path / "enc"),
+            ]
+        )
+        == 2
+    )
     assert "vocab_size" in capsys.readouterr().err
     assert not (tmp_path / "enc").exists()

@@ -13,7 +13,7 @@ from mbert_lib.export.representative import random_features, representative_data
 T = 16
 CONFIG = get_preset("tiny_student").replace(num_hidden_layers=2, vocab_size=128)
 TEACHER = get_preset("tiny_teacher").replace(num_hidden_layers=2, vocab_size=128)
-FEATURES = random_features(6, T, CONFIG.vocab_size, seed=3)          # padded, two segments
+FEATURES = random_features(6, T, CONFIG.vocab_size, seed=3)  # padded, two segments
 CALIBRATION = random_features(32, T, CONFIG.vocab_size, seed=4)
 
 
@@ -34,10 +34,13 @@ def _models():
     _perturb_norms(classifier, 2)
     classifier.head.dense.kernel.assign(classifier.head.dense.kernel * 50.0)  # logits ~ O(1)
     teacher = build_classifier(TEACHER, num_classes=2, dropout_rate=0.0)
-    _perturb_norms(teacher, 3)        # every LayerNorm with its own γ, β, as after training
+    _perturb_norms(teacher, 3)  # every LayerNorm with its own γ, β, as after training
     teacher.head.dense.kernel.assign(teacher.head.dense.kernel * 50.0)
-    return {"encoder": (encoder, "sequence_output"), "classifier": (classifier, "logits"),
-            "teacher": (teacher, "logits")}
+    return {
+        "encoder": (encoder, "sequence_output"),
+        "classifier": (classifier, "logits"),
+        "teacher": (teacher, "logits"),
+    }
 
 
 MODELS = _models()
@@ -50,8 +53,11 @@ def exported():
     for name in ("encoder", "classifier"):
         for precision in tflite.PRECISIONS:
             out[name, precision] = tflite.convert(
-                MODELS[name][0], precision, T,
-                representative_dataset=representative_dataset(CALIBRATION))
+                MODELS[name][0],
+                precision,
+                T,
+                representative_dataset=representative_dataset(CALIBRATION),
+            )
     return out
 
 
@@ -66,7 +72,7 @@ def _compare(exported, name, precision):
 @pytest.mark.parametrize("name", ["encoder", "classifier"])
 def test_fp32_equals_keras(exported, name):
     error, scale = _compare(exported, name, "fp32")
-    assert scale > 0.1                 # outputs are not trivially small
+    assert scale > 0.1  # outputs are not trivially small
     assert error < 1e-4
 
 
@@ -74,16 +80,19 @@ def test_fp32_equals_keras(exported, name):
 @pytest.mark.parametrize("precision,relative", [("float16", 5e-3), ("dynamic_int8", 0.1)])
 def test_weight_quantized_variants_stay_close(exported, name, precision, relative):
     error, scale = _compare(exported, name, precision)
-    assert 0 < error < relative * scale   # quantized (not bit-equal), but close
+    assert 0 < error < relative * scale  # quantized (not bit-equal), but close
 
 
 @pytest.mark.parametrize("name", ["encoder", "classifier"])
 def test_full_int8_runs_and_is_integer(exported, name):
     model = TFLiteModel(exported[name, "int8"])
     details = {t["index"]: t for t in model.interpreter.get_tensor_details()}
-    fc_inputs = [details[op["inputs"][0]]["dtype"] for op in model.interpreter._get_ops_details()
-                 if op["op_name"] == "FULLY_CONNECTED"]
-    assert fc_inputs and all(d == np.int8 for d in fc_inputs)   # activations really int8
+    fc_inputs = [
+        details[op["inputs"][0]]["dtype"]
+        for op in model.interpreter._get_ops_details()
+        if op["op_name"] == "FULLY_CONNECTED"
+    ]
+    assert fc_inputs and all(d == np.int8 for d in fc_inputs)  # activations really int8
     error, scale = _compare(exported, name, "int8")
     assert np.isfinite(error)
 
@@ -91,7 +100,7 @@ def test_full_int8_runs_and_is_integer(exported, name):
 def test_sizes_shrink_as_expected(exported):
     size = {p: len(exported["encoder", p]) for p in tflite.PRECISIONS}
     assert 1.7 < size["fp32"] / size["float16"] < 2.1
-    assert size["fp32"] / size["dynamic_int8"] > 2.5    # 4x on weights, less on tiny models
+    assert size["fp32"] / size["dynamic_int8"] > 2.5  # 4x on weights, less on tiny models
     assert size["fp32"] / size["int8"] > 2.5
 
 
@@ -132,10 +141,13 @@ def test_dynamic_shape_resizes_to_any_batch_and_length(precision):
     for batch, length in ((1, T), (3, 9), (2, 23)):
         features = random_features(batch, length, CONFIG.vocab_size, seed=batch)
         got = runner(features)[key]
-        np.testing.assert_allclose(got, model(features, training=False)[key].numpy(),
-                                   atol=tolerance, rtol=0)
-    assert runner.predict(random_features(8, 9, CONFIG.vocab_size), batch_size=4)[key].shape \
-        == (8, 3)
+        np.testing.assert_allclose(
+            got, model(features, training=False)[key].numpy(), atol=tolerance, rtol=0
+        )
+    assert runner.predict(random_features(8, 9, CONFIG.vocab_size), batch_size=4)[key].shape == (
+        8,
+        3,
+    )
     with pytest.raises(ValueError, match="not a multiple of the exported batch size 4"):
         runner.predict(random_features(6, 9, CONFIG.vocab_size), batch_size=4)
 

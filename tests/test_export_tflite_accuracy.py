@@ -16,8 +16,9 @@ from mbert_lib.export import evaluate, tflite
 from mbert_lib.export.representative import random_features
 
 T, V = 16, 40
-CONFIG = get_preset("tiny_student").replace(num_hidden_layers=2, vocab_size=V,
-                                            attention_probs_dropout_prob=0.0)
+CONFIG = get_preset("tiny_student").replace(
+    num_hidden_layers=2, vocab_size=V, attention_probs_dropout_prob=0.0
+)
 
 
 def toy_task(n, seed):
@@ -40,22 +41,43 @@ def records(tmp_path_factory):
     def step(x, y):
         with tf.GradientTape() as tape:
             logits = model(x, training=True)["logits"]
-            loss = tf.reduce_mean(tf_keras.losses.sparse_categorical_crossentropy(
-                y, logits, from_logits=True))
+            loss = tf.reduce_mean(
+                tf_keras.losses.sparse_categorical_crossentropy(y, logits, from_logits=True)
+            )
         grads = tape.gradient(loss, model.trainable_variables)
         optimizer.apply_gradients(zip(grads, model.trainable_variables))
 
     for _ in range(2):
         for start in range(0, 2048, 32):
-            step({k: v[start:start + 32] for k, v in train_x.items()}, train_y[start:start + 32])
-    result = evaluate.evaluate_precisions(model, test_x, test_y, calibration=train_x,
-                                          workdir=tmp_path_factory.mktemp("acc"), num_threads=1,
-                                          name="toy")
+            step(
+                {k: v[start : start + 32] for k, v in train_x.items()}, train_y[start : start + 32]
+            )
+    result = evaluate.evaluate_precisions(
+        model,
+        test_x,
+        test_y,
+        calibration=train_x,
+        workdir=tmp_path_factory.mktemp("acc"),
+        num_threads=1,
+        name="toy",
+    )
     exact_mask = evaluate.evaluate_precisions(
-        model, test_x, test_y, calibration=train_x, workdir=tmp_path_factory.mktemp("exact"),
-        precisions=("int8",), num_threads=1, name="toy", int8_mask_penalty=None)
-    print("\n" + evaluate.format_table(result) + "\nint8 with the -1e9 mask:\n"
-          + evaluate.format_table(exact_mask))
+        model,
+        test_x,
+        test_y,
+        calibration=train_x,
+        workdir=tmp_path_factory.mktemp("exact"),
+        precisions=("int8",),
+        num_threads=1,
+        name="toy",
+        int8_mask_penalty=None,
+    )
+    print(
+        "\n"
+        + evaluate.format_table(result)
+        + "\nint8 with the -1e9 mask:\n"
+        + evaluate.format_table(exact_mask)
+    )
     return {**{r["precision"]: r for r in result}, "int8_exact_mask": exact_mask[0]}
 
 
@@ -82,8 +104,15 @@ def test_full_int8_is_reported(records):
     r = records["int8"]
     assert r["error"] is None
     assert 0.0 <= r["accuracy"] <= 1.0 and np.isfinite(r["max_abs_logit_diff"])
-    assert set(r) >= {"precision", "accuracy", "keras_accuracy", "max_abs_logit_diff",
-                      "agreement", "size_bytes", "path"}
+    assert set(r) >= {
+        "precision",
+        "accuracy",
+        "keras_accuracy",
+        "max_abs_logit_diff",
+        "agreement",
+        "size_bytes",
+        "path",
+    }
 
 
 def test_bounded_mask_rescues_int8(records):

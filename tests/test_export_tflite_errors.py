@@ -16,8 +16,8 @@ class ErfEncoder(tf_keras.Model):
         self.scale = tf.Variable(0.5)
 
     def call(self, inputs, training=None):
-        x = tf.cast(inputs["input_word_ids"], tf.float32) * self.scale      # [B, T]
-        y = tf.math.erf(x)[..., tf.newaxis]                                  # [B, T, 1]
+        x = tf.cast(inputs["input_word_ids"], tf.float32) * self.scale  # [B, T]
+        y = tf.math.erf(x)[..., tf.newaxis]  # [B, T, 1]
         return {"sequence_output": y, "pooled_output": y[:, 0]}
 
 
@@ -29,18 +29,27 @@ def test_real_converter_error_names_the_op():
     assert error.ops == ["tf.Erf"]
     message = str(error)
     assert message.startswith("cannot export precision 'fp32': blocked by tf.Erf.")
-    assert "note: called from" not in message          # the MLIR call-site trace is cut
+    assert "note: called from" not in message  # the MLIR call-site trace is cut
     assert len(message) < 700
 
 
-@pytest.mark.parametrize("message,ops", [
-    ("Quantization not yet supported for op: 'GELU'", ["GELU"]),
-    ("loc(\"x\"): error: 'tfl.batch_matmul' op operand #0 must be tensor of 32-bit float",
-     ["tfl.batch_matmul"]),
-    ("Some ops are not supported by the native TFLite runtime\nTF Select ops: Erf, FlexCumsum\n"
-     "Details:\n\ttf.Erf(tensor<1x8xf32>) -> (tensor<1x8xf32>)", ["tf.Cumsum", "tf.Erf"]),
-    ("something else went wrong", []),
-])
+@pytest.mark.parametrize(
+    "message,ops",
+    [
+        ("Quantization not yet supported for op: 'GELU'", ["GELU"]),
+        (
+            "loc(\"x\"): error: 'tfl.batch_matmul' op operand #0 must be tensor of 32-bit float",
+            ["tfl.batch_matmul"],
+        ),
+        (
+            "Some ops are not supported by the native TFLite runtime\n"
+            "TF Select ops: Erf, FlexCumsum\n"
+            "Details:\n\ttf.Erf(tensor<1x8xf32>) -> (tensor<1x8xf32>)",
+            ["tf.Cumsum", "tf.Erf"],
+        ),
+        ("something else went wrong", []),
+    ],
+)
 def test_blocking_ops_parses_converter_messages(message, ops):
     assert tflite.blocking_ops(RuntimeError(message)) == ops
 

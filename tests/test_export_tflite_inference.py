@@ -15,12 +15,18 @@ CONFIGS = {
     "student_kq_shared": get_preset("tiny_student").replace(**SMALL),
     "teacher_layer_norm": get_preset("tiny_teacher").replace(**SMALL),
     "bottleneck_attention": get_preset("mobilebert_tiny").replace(
-        **SMALL, hidden_size=64, embedding_size=16, intra_bottleneck_size=32,
-        intermediate_size=64),
-    "bert": MobileBertConfig(vocab_size=64, hidden_size=32, num_hidden_layers=2,
-                             num_attention_heads=2, intermediate_size=64, type_vocab_size=2),
+        **SMALL, hidden_size=64, embedding_size=16, intra_bottleneck_size=32, intermediate_size=64
+    ),
+    "bert": MobileBertConfig(
+        vocab_size=64,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        type_vocab_size=2,
+    ),
 }
-FEATURES = random_features(4, 12, 64, pad_fraction=0.5, seed=7)   # real padding in every row
+FEATURES = random_features(4, 12, 64, pad_fraction=0.5, seed=7)  # real padding in every row
 
 
 def _sharpen(model):
@@ -78,13 +84,14 @@ def test_attention_scores_are_the_logits_of_the_keras_attention(name):
     encoder = build_encoder(CONFIGS[name])
     _sharpen(encoder)
     probs = encoder(FEATURES, training=False)["attention_scores"]
-    padded = FEATURES["input_mask"][:, None, None, :] == 0                  # [B, 1, 1, S]
+    padded = FEATURES["input_mask"][:, None, None, :] == 0  # [B, 1, 1, S]
     for layer in range(len(encoder.blocks)):
         exact = inference.attention_scores(encoder, FEATURES, layer, 1e9).numpy()
         bounded = inference.attention_scores(encoder, FEATURES, layer, 20.0).numpy()
         e = np.exp(exact - exact.max(axis=-1, keepdims=True))
-        np.testing.assert_allclose(e / e.sum(axis=-1, keepdims=True), probs[layer].numpy(),
-                                   atol=1e-6)
+        np.testing.assert_allclose(
+            e / e.sum(axis=-1, keepdims=True), probs[layer].numpy(), atol=1e-6
+        )
         assert np.all(np.where(padded, bounded, -20.0) == -20.0)
         real = np.broadcast_to(~padded, bounded.shape)
         np.testing.assert_allclose(bounded[real], exact[real], atol=1e-4)

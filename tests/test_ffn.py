@@ -21,17 +21,19 @@ def _h(seed=0):
     return np.random.RandomState(seed).standard_normal((B, T, W)).astype(np.float32)
 
 
-@pytest.mark.parametrize("act, norm", [("relu", "no_norm"), ("gelu", "layer_norm"),
-                                       ("gelu_new", "no_norm")])
+@pytest.mark.parametrize(
+    "act, norm", [("relu", "no_norm"), ("gelu", "layer_norm"), ("gelu_new", "no_norm")]
+)
 def test_numerics_match_numpy(act, norm):
     layer = _ffn(activation=act, normalization_type=norm)
     h = _h(1)
-    hidden = activation(act, h @ layer.intermediate.kernel.numpy()
-                        + layer.intermediate.bias.numpy())                  # [B, T, I]
+    hidden = activation(
+        act, h @ layer.intermediate.kernel.numpy() + layer.intermediate.bias.numpy()
+    )  # [B, T, I]
     y = hidden @ layer.output_dense.kernel.numpy() + layer.output_dense.bias.numpy() + h
     if norm == "layer_norm":
         y = (y - y.mean(-1, keepdims=True)) / np.sqrt(y.var(-1, keepdims=True) + 1e-12)
-    expected = y * layer.norm.gamma.numpy() + layer.norm.beta.numpy()        # [B, T, W]
+    expected = y * layer.norm.gamma.numpy() + layer.norm.beta.numpy()  # [B, T, W]
     np.testing.assert_allclose(layer(h).numpy(), expected, rtol=1e-4, atol=1e-4)
 
 

@@ -26,14 +26,14 @@ def test_accuracy_f1_and_mcc_by_hand():
 def test_mcc_is_symmetric_in_its_extremes_and_zero_when_undefined():
     assert metrics.matthews_corrcoef(LABELS, LABELS) == pytest.approx(1.0)
     assert metrics.matthews_corrcoef([1 - y for y in LABELS], LABELS) == pytest.approx(-1.0)
-    assert metrics.matthews_corrcoef([1] * 8, LABELS) == 0.0      # one column empty
-    assert metrics.f1([0] * 8, [0] * 8) == 0.0                     # no positives at all
+    assert metrics.matthews_corrcoef([1] * 8, LABELS) == 0.0  # one column empty
+    assert metrics.f1([0] * 8, [0] * 8) == 0.0  # no positives at all
 
 
 def test_pearson_by_hand():
     # x̄ = 2.5, ȳ = 5: Σ dx·dy = 11, Σ dx² = 5, Σ dy² = 26
     assert metrics.pearson([1, 2, 3, 4], [2, 4, 5, 9]) == pytest.approx(11 / math.sqrt(130))
-    assert metrics.pearson([1, 2, 3], [5, 5, 5]) == 0.0           # constant: undefined -> 0
+    assert metrics.pearson([1, 2, 3], [5, 5, 5]) == 0.0  # constant: undefined -> 0
 
 
 def test_spearman_uses_average_ranks_for_ties():
@@ -42,7 +42,7 @@ def test_spearman_uses_average_ranks_for_ties():
     # ranks x = [1, 2.5, 2.5, 4], y = [1, 3, 2, 4]: 4.5 / √(4.5 · 5)
     assert metrics.spearman([1, 2, 2, 3], [1, 3, 2, 4]) == pytest.approx(4.5 / math.sqrt(22.5))
     assert metrics.spearman([1, 2, 3], [30, 20, 10]) == pytest.approx(-1.0)
-    assert metrics.spearman([1, 2, 3, 4], [1, 4, 9, 16]) == pytest.approx(1.0)   # monotone
+    assert metrics.spearman([1, 2, 3, 4], [1, 4, 9, 16]) == pytest.approx(1.0)  # monotone
 
 
 def test_bad_inputs_are_clear_errors():

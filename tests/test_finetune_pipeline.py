@@ -4,8 +4,7 @@ import pytest
 
 from mbert_lib import get_preset
 from mbert_lib.models import BertEncoder, build_encoder, count_params, dummy_inputs
-from mbert_lib.pipeline import PRESETS, STEPS
-from mbert_lib.pipeline import steps_finetune
+from mbert_lib.pipeline import PRESETS, STEPS, steps_finetune
 from mbert_lib.pipeline.core import Context, PipelineError, Step, run_steps
 
 
@@ -18,27 +17,38 @@ def _recording_steps(calls, extra=()):
         def run(ctx, settings):
             calls.append(name)
             return {"name": name}
+
         return run
-    models = Step("compare", "uses the steps its settings name", make("compare"),
-                  uses=lambda settings: settings["models"])
+
+    models = Step(
+        "compare",
+        "uses the steps its settings name",
+        make("compare"),
+        uses=lambda settings: settings["models"],
+    )
     return [Step("a", "a", make("a")), *extra, Step("b", "b", make("b")), models]
 
 
 def test_steps_named_in_settings_run_first_and_enter_the_fingerprint(tmp_path):
     calls, settings = [], {"compare": {"models": ["a", "late"]}}
     run_steps(_recording_steps(calls), _ctx(tmp_path, settings), only=["compare"])
-    assert calls == ["a", "compare"]                      # b is not named, "late" not known
+    assert calls == ["a", "compare"]  # b is not named, "late" not known
     calls.clear()
     run_steps(_recording_steps(calls), _ctx(tmp_path, settings), only=["compare"])
-    assert calls == []                                    # done, skipped
+    assert calls == []  # done, skipped
     late = Step("late", "joins the pipeline later", lambda ctx, s: calls.append("late") or {})
     run_steps(_recording_steps(calls, [late]), _ctx(tmp_path, settings), only=["compare"])
     assert calls == ["late", "compare"], "a step that appears re-runs the step naming it"
 
 
 def test_a_missing_model_is_skipped_with_a_reason_or_raises(tmp_path):
-    settings = {"config_file": "experiments/finetune_sst2_laptop.yaml", "task": "auto",
-                "overrides": {}, "models": {"pkt": {"seeds": 3}}, "missing": "skip"}
+    settings = {
+        "config_file": "experiments/finetune_sst2_laptop.yaml",
+        "task": "auto",
+        "overrides": {},
+        "models": {"pkt": {"seeds": 3}},
+        "missing": "skip",
+    }
     result = steps_finetune.run_finetune(_ctx(tmp_path, {}), settings)
     assert result["task"] == "builtin_shuffled"
     assert result["models"]["pkt"]["status"] == "missing"
@@ -64,8 +74,9 @@ def test_both_baselines_get_the_student_budget_and_the_models_are_settings(prese
     models = settings["finetune"]["models"]
     assert {"teacher", "pkt", "no_transfer", "bert_baseline"} <= set(models)
     if preset == "laptop":
-        assert all(models[m]["seeds"] >= 3 for m in ("teacher", "pkt", "no_transfer",
-                                                       "bert_baseline"))
+        assert all(
+            models[m]["seeds"] >= 3 for m in ("teacher", "pkt", "no_transfer", "bert_baseline")
+        )
     rates = {m: spec["overrides"]["trainer.learning_rate"] for m, spec in models.items()}
     assert rates["pkt"] == rates["no_transfer"], "one architecture, one learning rate"
     names = [s.name for s in STEPS]
@@ -74,7 +85,7 @@ def test_both_baselines_get_the_student_budget_and_the_models_are_settings(prese
 
 def test_tiny_bert_is_a_plain_bert_of_the_students_size():
     config = get_preset("tiny_bert")
-    bert = BertEncoder(config)               # refuses anything but a plain BERT config
+    bert = BertEncoder(config)  # refuses anything but a plain BERT config
     bert(dummy_inputs())
     student = count_params(build_encoder(get_preset("tiny_student")))
     assert count_params(bert) == count_params(build_encoder(config)) == 558_256

@@ -13,28 +13,46 @@ from mbert_lib.paper import PaperValue
 def entry(values, params=1000):
     mean = float(np.mean(values))
     std = float(np.std(values, ddof=1)) if len(values) > 1 else math.nan
-    return {"status": "done", "metric": "accuracy", "values": values, "mean": mean, "std": std,
-            "params": params, "train_seconds": [10.0] * len(values)}
+    return {
+        "status": "done",
+        "metric": "accuracy",
+        "values": values,
+        "mean": mean,
+        "std": std,
+        "params": params,
+        "train_seconds": [10.0] * len(values),
+    }
 
 
-RESULT = {"task": "sst2", "source": "local", "models": {
-    "teacher": entry([0.80, 0.82, 0.81], 2_000_000),
-    "pkt": {"status": "missing", "reason": "no finished step 'pkt'"},
-    "no_transfer": entry([0.70, 0.72, 0.74])}}
+RESULT = {
+    "task": "sst2",
+    "source": "local",
+    "models": {
+        "teacher": entry([0.80, 0.82, 0.81], 2_000_000),
+        "pkt": {"status": "missing", "reason": "no finished step 'pkt'"},
+        "no_transfer": entry([0.70, 0.72, 0.74]),
+    },
+}
 
 
 def test_results_table_rows_missing_models_and_the_paper():
-    table = report.results_table(RESULT, {"teacher": "Teacher"},
-                                 [("paper", 92.8), ("recalled", PaperValue(92.5, "%", True))])
+    table = report.results_table(
+        RESULT, {"teacher": "Teacher"}, [("paper", 92.8), ("recalled", PaperValue(92.5, "%", True))]
+    )
     assert list(table["step"]) == ["teacher", "pkt", "no_transfer", "paper", "paper"]
     column = "dev accuracy (mean ± std)"
-    assert list(table[column]) == ["81.0 ± 1.0", "no result: the step has not run",
-                                   "72.0 ± 2.0", "92.8", "≈92.5"]
+    assert list(table[column]) == [
+        "81.0 ± 1.0",
+        "no result: the step has not run",
+        "72.0 ± 2.0",
+        "92.8",
+        "≈92.5",
+    ]
     assert table.loc[0, "model"] == "Teacher" and table.loc[0, "encoder params"] == "2,000,000"
     assert table.loc[2, "per seed"] == "70.0, 72.0, 74.0" and table.loc[0, "seeds"] == 3
     assert table.loc[3, "seeds"] == "" and table.loc[3, "encoder params"] == ""
     assert report.mean_std_text(0.5, math.nan) == "50.0"
-    assert report.mean_std_text(0.5, None) == "50.0"            # a record's null
+    assert report.mean_std_text(0.5, None) == "50.0"  # a record's null
 
 
 def test_aim_is_the_order_teacher_student_baseline_each_gap_above_two_standard_errors():
@@ -68,8 +86,10 @@ def test_misclassified_lists_the_most_confident_mistakes_first():
     table = report.misclassified(examples, labels, probs, ("neg", "pos"), limit=2)
     assert list(table["sentence"]) == ["s2", "s3"]
     assert list(table["P(true label)"]) == [0.05, 0.3]
-    assert list(table["true label"]) == ["pos", "neg"] and list(table["predicted"]) == ["neg",
-                                                                                       "pos"]
+    assert list(table["true label"]) == ["pos", "neg"] and list(table["predicted"]) == [
+        "neg",
+        "pos",
+    ]
 
 
 def test_length_buckets_and_error_rates():
@@ -87,10 +107,16 @@ def test_pretraining_summary_reads_batch_and_length_from_the_model_directory(tmp
         model_dir = tmp_path / step
         model_dir.mkdir()
         (model_dir / "experiment.yaml").write_text(
-            f"trainer:\n  batch_size: {batch}\ndata:\n  seq_length: 128\n")
-        records[step] = {"seconds": 61.4, "result": {
-            "model_dir": str(model_dir), "train_steps": steps,
-            "eval": {"mlm_accuracy": 0.25, "nsp_accuracy": 0.75}}}
+            f"trainer:\n  batch_size: {batch}\ndata:\n  seq_length: 128\n"
+        )
+        records[step] = {
+            "seconds": 61.4,
+            "result": {
+                "model_dir": str(model_dir),
+                "train_steps": steps,
+                "eval": {"mlm_accuracy": 0.25, "nsp_accuracy": 0.75},
+            },
+        }
     table = report.pretraining_summary(records)
     assert table.loc["pkt", "sequences"] == 600 * 32
     assert table.loc["no_transfer", "sequences"] == 2000 * 16
@@ -102,9 +128,11 @@ def test_pretraining_summary_reads_batch_and_length_from_the_model_directory(tmp
 
 def test_agreement_counts_shared_errors_against_the_reference():
     labels = np.array([0, 1, 1, 0, 1, 0])
-    predicted = {"teacher": np.array([0, 1, 0, 1, 1, 0]),    # wrong on 2, 3
-                 "pkt": np.array([0, 1, 0, 1, 0, 0]),        # wrong on 2, 3, 4
-                 "scratch": np.array([1, 0, 1, 0, 1, 0])}    # wrong on 0, 1
+    predicted = {
+        "teacher": np.array([0, 1, 0, 1, 1, 0]),  # wrong on 2, 3
+        "pkt": np.array([0, 1, 0, 1, 0, 0]),  # wrong on 2, 3, 4
+        "scratch": np.array([1, 0, 1, 0, 1, 0]),
+    }  # wrong on 0, 1
     table = report.agreement(predicted, labels, "teacher")
     assert table.loc["teacher", "accuracy"] == pytest.approx(4 / 6, abs=1e-3)
     assert table.loc["pkt", "agrees with teacher"] == pytest.approx(5 / 6, abs=1e-3)

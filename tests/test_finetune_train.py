@@ -30,8 +30,9 @@ def setup(tmp_path_factory):
 def straight(setup, tmp_path_factory):
     """3 epochs of 16 steps, uninterrupted."""
     model_dir = str(tmp_path_factory.mktemp("straight"))
-    return model_dir, trainer.run_finetuning(experiment(*setup, "trainer.epochs=3"), model_dir,
-                                             **QUIET)
+    return model_dir, trainer.run_finetuning(
+        experiment(*setup, "trainer.epochs=3"), model_dir, **QUIET
+    )
 
 
 def dev_logits(model_dir, setup):
@@ -46,7 +47,7 @@ def test_a_tiny_model_learns_a_separable_task(straight, setup):
     assert record["eval"]["accuracy"] >= 0.95, record["history"]
     assert [h["epoch"] for h in record["history"]] == [1, 2, 3]
     assert record["truncated"] == {"train": 0, "dev": 0}
-    logits, labels = dev_logits(model_dir, setup)   # the exported classifier, evaluated again
+    logits, labels = dev_logits(model_dir, setup)  # the exported classifier, evaluated again
     assert np.mean(np.argmax(logits, -1) == labels) == pytest.approx(record["eval"]["accuracy"])
     assert not os.path.exists(os.path.join(model_dir, "checkpoints"))
 
@@ -57,7 +58,7 @@ def test_the_best_epoch_is_exported_not_the_last(setup, tmp_path, monkeypatch):
     def evaluate_and_remember(task, predict, data):
         metrics = real_evaluate(task, predict, data)
         seen.append(predict(data.features))
-        if len(seen) == 1:       # make epoch 1 the best, whatever it scored
+        if len(seen) == 1:  # make epoch 1 the best, whatever it scored
             metrics["accuracy"] += 10.0
         return metrics
 
@@ -87,7 +88,7 @@ def test_best_keeper_keeps_the_first_of_equals_and_resumes_its_history(tmp_path)
 def test_killed_runs_resume_to_the_uninterrupted_result(straight, setup, tmp_path, monkeypatch):
     model_dir, run = str(tmp_path), experiment(*setup, "trainer.epochs=3")
 
-    def killed_in_evaluation(*args):   # after epoch 1's checkpoint, before its evaluation
+    def killed_in_evaluation(*args):  # after epoch 1's checkpoint, before its evaluation
         raise KeyboardInterrupt("simulated kill")
 
     monkeypatch.setattr(trainer, "evaluate", killed_in_evaluation)
@@ -118,27 +119,34 @@ def test_killed_runs_resume_to_the_uninterrupted_result(straight, setup, tmp_pat
     assert [h["step"] for h in record["history"]] == [16, 32, 48]
     for got, want in zip(record["history"], expected["history"], strict=True):
         assert got["metrics"] == pytest.approx(want["metrics"], rel=1e-4, abs=1e-5)
-    for a, b in zip(load_classifier(straight[0]).weights, load_classifier(model_dir).weights,
-                    strict=True):
+    for a, b in zip(
+        load_classifier(straight[0]).weights, load_classifier(model_dir).weights, strict=True
+    ):
         np.testing.assert_allclose(b.numpy(), a.numpy(), rtol=1e-5, atol=1e-6, err_msg=a.name)
 
 
 def test_a_finished_run_is_not_redone_and_another_run_is_refused(straight, setup):
     model_dir, record = straight
     messages = []
-    again = trainer.run_finetuning(experiment(*setup, "trainer.epochs=3"), model_dir,
-                                   show_progress=False, log=messages.append)
+    again = trainer.run_finetuning(
+        experiment(*setup, "trainer.epochs=3"), model_dir, show_progress=False, log=messages.append
+    )
     assert again == record and messages[0].startswith("already done")
     with pytest.raises(ValueError, match=r"finished run of other settings.*trainer.learning_rate"):
-        trainer.run_finetuning(experiment(*setup, "trainer.epochs=3,trainer.learning_rate=1e-3"),
-                               model_dir, **QUIET)
+        trainer.run_finetuning(
+            experiment(*setup, "trainer.epochs=3,trainer.learning_rate=1e-3"), model_dir, **QUIET
+        )
 
 
 def test_truncation_is_reported_before_training(setup, tmp_path):
     messages = []
     with pytest.raises(ValueError, match="fewer than one batch of 1000"):
-        trainer.run_finetuning(experiment(*setup, "task.seq_length=6,trainer.batch_size=1000"),
-                               tmp_path, show_progress=False, log=messages.append)
+        trainer.run_finetuning(
+            experiment(*setup, "task.seq_length=6,trainer.batch_size=1000"),
+            tmp_path,
+            show_progress=False,
+            log=messages.append,
+        )
     note = next(m for m in messages if "of 256 train examples" in m)
     assert "longer than seq_length 6, truncated (longest: 7 tokens)" in note
     assert not note.startswith("0 of")
@@ -157,8 +165,11 @@ def test_a_tokenizer_of_another_vocabulary_is_refused(setup, tmp_path):
     shutil.copytree(setup[0], copy)
     with open(copy / "vocab.txt", "a", encoding="utf-8") as f:
         f.write("extra\n")
-    with pytest.raises(DataError, match="vocab_size mismatch: the tokenizer has 22 tokens but "
-                                        "the model config has vocab_size=21"):
+    with pytest.raises(
+        DataError,
+        match="vocab_size mismatch: the tokenizer has 22 tokens but "
+        "the model config has vocab_size=21",
+    ):
         trainer.run_finetuning(experiment(copy, setup[1]), tmp_path / "run", **QUIET)
     os.remove(copy / "vocab.txt")
     with pytest.raises(FileNotFoundError, match="has no vocab.txt.*task.vocab_file"):
@@ -173,8 +184,9 @@ def test_bad_labels_and_a_missing_init_checkpoint_are_clear_errors(setup, tmp_pa
     with pytest.raises(DataError, match="dev.tsv:66: label must be 0 or 1, got '2'"):
         trainer.run_finetuning(experiment(setup[0], data_dir), tmp_path / "run", **QUIET)
     with pytest.raises(ValueError, match="model.init_checkpoint is not set"):
-        trainer.run_finetuning(experiment(setup[0], data_dir, "model.init_checkpoint=null"),
-                               tmp_path / "run", **QUIET)
+        trainer.run_finetuning(
+            experiment(setup[0], data_dir, "model.init_checkpoint=null"), tmp_path / "run", **QUIET
+        )
 
 
 def test_a_regression_pair_task_trains_end_to_end(setup, tmp_path):
@@ -182,13 +194,18 @@ def test_a_regression_pair_task_trains_end_to_end(setup, tmp_path):
     stsb.mkdir()
     rng = np.random.default_rng(0)
     for split in ("train", "dev"):
-        rows = [f"the movie\tthe {rng.choice(['film', 'plot'])} was good\t"
-                f"{rng.uniform(0, 5):.2f}" for _ in range(32)]
+        rows = [
+            f"the movie\tthe {rng.choice(['film', 'plot'])} was good\t{rng.uniform(0, 5):.2f}"
+            for _ in range(32)
+        ]
         (stsb / f"{split}.tsv").write_text("sentence1\tsentence2\tscore\n" + "\n".join(rows))
     record = trainer.run_finetuning(
-        experiment(setup[0], tmp_path,
-                   "task.name=stsb,trainer.epochs=1,trainer.learning_rate=1e-3"),
-        tmp_path / "run", **QUIET)
+        experiment(
+            setup[0], tmp_path, "task.name=stsb,trainer.epochs=1,trainer.learning_rate=1e-3"
+        ),
+        tmp_path / "run",
+        **QUIET,
+    )
     assert record["metric"] == "spearman" and set(record["eval"]) >= {"spearman", "pearson"}
     assert np.isfinite(record["eval"]["loss"])
     assert load_classifier(tmp_path / "run").num_classes == 1

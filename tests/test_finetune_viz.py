@@ -9,29 +9,39 @@ matplotlib.use("Agg")
 
 
 def _entry(values, histories):
-    return {"status": "done", "metric": "accuracy", "values": values,
-            "mean": float(np.mean(values)), "std": float(np.std(values, ddof=1)),
-            "histories": histories}
+    return {
+        "status": "done",
+        "metric": "accuracy",
+        "values": values,
+        "mean": float(np.mean(values)),
+        "std": float(np.std(values, ddof=1)),
+        "histories": histories,
+    }
 
 
-RESULT = {"task": "sst2", "models": {
-    "teacher": _entry([0.80, 0.82, 0.81], [[0.78, 0.80], [0.79, 0.82], [0.80, 0.81]]),
-    "pkt": {"status": "missing", "reason": "not run"},
-    "no_transfer": _entry([0.70, 0.74], [[0.69, 0.70], [0.71, 0.74]])}}
+RESULT = {
+    "task": "sst2",
+    "models": {
+        "teacher": _entry([0.80, 0.82, 0.81], [[0.78, 0.80], [0.79, 0.82], [0.80, 0.81]]),
+        "pkt": {"status": "missing", "reason": "not run"},
+        "no_transfer": _entry([0.70, 0.74], [[0.69, 0.70], [0.71, 0.74]]),
+    },
+}
 
 
 def test_comparison_shows_seeds_means_chance_and_paper_inside_the_axes(tmp_path):
     path = tmp_path / "cmp.png"
-    fig = plot_comparison(RESULT, {"teacher": "T", "no_transfer": "S"}, chance=0.509,
-                          paper=("paper", 92.8), path=path)
+    fig = plot_comparison(
+        RESULT, {"teacher": "T", "no_transfer": "S"}, chance=0.509, paper=("paper", 92.8), path=path
+    )
     left, right = fig.axes
     assert path.stat().st_size > 0
-    assert [t.get_text() for t in left.get_xticklabels()] == ["T", "S"]   # missing pkt: no bar
+    assert [t.get_text() for t in left.get_xticklabels()] == ["T", "S"]  # missing pkt: no bar
     np.testing.assert_allclose([b.get_height() for b in left.patches], [81.0, 72.0])
     low, high = left.get_ylim()
     assert low == 0 and high > 92.8, "bars from zero; the chance and paper lines visible"
     curves = {line.get_label(): line.get_ydata() for line in right.get_lines()}
-    np.testing.assert_allclose(curves["T"], [79.0, 81.0])                  # mean over seeds
+    np.testing.assert_allclose(curves["T"], [79.0, 81.0])  # mean over seeds
     np.testing.assert_allclose(curves["S"], [70.0, 72.0])
     assert list(right.get_xticks()) == [1, 2]
     # Models below the majority rate (a collapsed fine-tuning): the chance line stays visible.

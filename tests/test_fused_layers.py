@@ -19,14 +19,14 @@ RATE = 0.1
 
 # ------------------------------------------------------------------- Dropout
 def test_dropout_keeps_each_entry_with_probability_1_minus_p_and_rescales():
-    x = tf.fill([64, 4, 64, 64], 2.0)                       # 1,048,576 entries
+    x = tf.fill([64, 4, 64, 64], 2.0)  # 1,048,576 entries
     y = Dropout(RATE)(x, training=True).numpy()
     kept = y != 0
-    np.testing.assert_allclose(y[kept], 2.0 / (1 - RATE), rtol=1e-6)   # x / (1 − p)
+    np.testing.assert_allclose(y[kept], 2.0 / (1 - RATE), rtol=1e-6)  # x / (1 − p)
     n = y.size
-    sigma = np.sqrt(n * RATE * (1 - RATE))                   # binomial standard deviation
+    sigma = np.sqrt(n * RATE * (1 - RATE))  # binomial standard deviation
     assert abs(kept.sum() - n * (1 - RATE)) < 5 * sigma
-    assert abs(y.mean() - 2.0) < 5 * 2.0 / (1 - RATE) * sigma / n   # E[dropout(x)] = x
+    assert abs(y.mean() - 2.0) < 5 * 2.0 / (1 - RATE) * sigma / n  # E[dropout(x)] = x
 
 
 def test_dropout_masks_are_independent_across_calls_and_positions():
@@ -46,7 +46,7 @@ def test_dropout_is_the_identity_at_inference_and_rate_zero():
 
 
 def test_dropout_gradient_is_the_mask_times_the_scale():
-    x = tf.random.normal([32, 4, 16, 16]) + 3.0              # no exact zeros
+    x = tf.random.normal([32, 4, 16, 16]) + 3.0  # no exact zeros
     with tf.GradientTape() as tape:
         tape.watch(x)
         y = Dropout(RATE)(x, training=True)
@@ -65,7 +65,7 @@ def test_dropout_is_reproducible_under_set_random_seed():
     first, second = masks(), masks()
     np.testing.assert_array_equal(first[0], second[0])
     np.testing.assert_array_equal(first[1], second[1])
-    assert not np.array_equal(first[0], first[1])             # a new mask every step
+    assert not np.array_equal(first[0], first[1])  # a new mask every step
 
 
 @pytest.mark.parametrize("rate", [-0.1, 1.0])
@@ -81,8 +81,10 @@ def _keras_and_ours_layer_norm(width):
     keras.build([None, None, width])
     ours.build([None, None, width])
     rng = np.random.default_rng(0)
-    weights = [rng.normal(1.0, 0.3, width).astype("float32"),
-               rng.normal(0.0, 0.3, width).astype("float32")]
+    weights = [
+        rng.normal(1.0, 0.3, width).astype("float32"),
+        rng.normal(0.0, 0.3, width).astype("float32"),
+    ]
     keras.set_weights(weights)
     ours.set_weights(weights)
     return keras, ours
@@ -93,8 +95,9 @@ def test_layer_norm_matches_numpy_and_keras_values_and_gradients():
     x = tf.constant(np.random.default_rng(1).normal(2.0, 3.0, (4, 9, 48)).astype("float32"))
     gamma, beta = (w.numpy() for w in ours.weights)
     mu, var = x.numpy().mean(-1, keepdims=True), x.numpy().var(-1, keepdims=True)
-    np.testing.assert_allclose(ours(x), gamma * (x - mu) / np.sqrt(var + 1e-12) + beta,
-                               rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        ours(x), gamma * (x - mu) / np.sqrt(var + 1e-12) + beta, rtol=1e-5, atol=1e-5
+    )
     grads = []
     for layer in (keras, ours):
         with tf.GradientTape() as tape:
@@ -124,8 +127,9 @@ def test_layer_norm_under_mixed_bfloat16_matches_keras():
     finally:
         tf_keras.mixed_precision.set_global_policy("float32")
     assert y_ours.dtype == y_keras.dtype == tf.bfloat16
-    np.testing.assert_allclose(tf.cast(y_ours, tf.float32), tf.cast(y_keras, tf.float32),
-                               rtol=1e-2, atol=1e-2)
+    np.testing.assert_allclose(
+        tf.cast(y_ours, tf.float32), tf.cast(y_keras, tf.float32), rtol=1e-2, atol=1e-2
+    )
 
 
 def test_many_layer_norms_called_eagerly_trace_once_each_without_a_retracing_warning():
@@ -147,6 +151,8 @@ def test_many_layer_norms_called_eagerly_trace_once_each_without_a_retracing_war
         tf.get_logger().removeHandler(handler)
     assert [layer._xla_formula.experimental_get_tracing_count() for layer in layers] == [1] * 8
     assert not [m for m in messages if "retracing" in m], messages
+
+
 # --------------------------------------------------------------------- Dense
 @pytest.mark.parametrize("activation", [None, "relu", tf.nn.gelu])
 def test_dense_matches_keras_dense_on_rank_3_inputs(activation):
@@ -171,6 +177,6 @@ def test_dense_matches_keras_dense_on_rank_3_inputs(activation):
 def test_dense_keeps_static_shapes_in_graphs():
     ours = Dense(6)
     fn = tf.function(lambda x: ours(x)).get_concrete_function(
-        tf.TensorSpec([None, 11, 4], tf.float32))
+        tf.TensorSpec([None, 11, 4], tf.float32)
+    )
     assert fn.output_shapes.as_list() == [None, 11, 6]
-

@@ -6,7 +6,7 @@ import tensorflow as tf
 
 from mbert_lib.layers.heads import ClassificationHead, MaskedLMHead, NextSentenceHead
 from mbert_lib.models import build_pretrainer
-from tests.helpers import randomize_affine_weights, random_inputs, small_config
+from tests.helpers import random_inputs, randomize_affine_weights, small_config
 from tests.numpy_reference import activation
 
 B, T, V, E, H, P = 2, 7, 40, 8, 24, 3
@@ -14,9 +14,9 @@ B, T, V, E, H, P = 2, 7, 40, 8, 24, 3
 
 def _arrays(seed=0):
     rng = np.random.RandomState(seed)
-    sequence = rng.standard_normal((B, T, H)).astype(np.float32)      # [B, T, H]
-    table = rng.standard_normal((V, E)).astype(np.float32)           # [V, E]
-    positions = np.array([[0, 3, 6], [2, 2, 5]], np.int32)           # [B, P]
+    sequence = rng.standard_normal((B, T, H)).astype(np.float32)  # [B, T, H]
+    table = rng.standard_normal((V, E)).astype(np.float32)  # [V, E]
+    positions = np.array([[0, 3, 6], [2, 2, 5]], np.int32)  # [B, P]
     return sequence, table, positions
 
 
@@ -32,9 +32,9 @@ def _mlm(embedding_size=E, act="relu"):
 def test_mlm_logits_match_numpy(act):
     head = _mlm(act=act)
     sequence, table, positions = _arrays(1)
-    logits = head(sequence, table, positions).numpy()                 # [B, P, V]
+    logits = head(sequence, table, positions).numpy()  # [B, P, V]
     assert logits.shape == (B, P, V)
-    x = np.take_along_axis(sequence, positions[..., None], axis=1)    # [B, P, H]
+    x = np.take_along_axis(sequence, positions[..., None], axis=1)  # [B, P, H]
     z = activation(act, x @ head.transform.kernel.numpy() + head.transform.bias.numpy())
     z = (z - z.mean(-1, keepdims=True)) / np.sqrt(z.var(-1, keepdims=True) + 1e-12)
     z = z * head.transform_norm.gamma.numpy() + head.transform_norm.beta.numpy()
@@ -46,11 +46,12 @@ def test_mlm_logits_match_numpy(act):
 def test_mlm_without_positions_scores_every_token():
     head = _mlm()
     sequence, table, positions = _arrays(2)
-    every = head(sequence, table).numpy()                              # [B, T, V]
+    every = head(sequence, table).numpy()  # [B, T, V]
     assert every.shape == (B, T, V)
     picked = np.take_along_axis(every, positions[..., None], axis=1)
-    np.testing.assert_allclose(head(sequence, table, positions).numpy(), picked,
-                               rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        head(sequence, table, positions).numpy(), picked, rtol=1e-5, atol=1e-5
+    )
 
 
 def test_extra_output_weights_pad_the_table_to_hidden_size():
@@ -67,16 +68,17 @@ def test_mlm_loss_gradient_reaches_the_shared_embedding_table():
     assert table.shape == (config.vocab_size, config.embedding_size)
     assert sum(tuple(w.shape) == tuple(table.shape) for w in model.weights) == 1  # tied
     assert model.masked_lm.extra_output_weights.shape == (
-        config.vocab_size, config.hidden_size - config.embedding_size)
+        config.vocab_size,
+        config.hidden_size - config.embedding_size,
+    )
     inputs = random_inputs(config, seq=6, pads=(0,))
     present = np.unique(inputs["input_word_ids"])
     inputs["masked_lm_positions"] = np.array([[1, 4], [0, 2]], np.int32)
     labels = np.array([[5, 7], [9, 11]], np.int32)
     with tf.GradientTape() as tape:
-        logits = model(inputs)["mlm_logits"]                          # [B, P, V]
-        loss = tf.reduce_mean(
-            tf.nn.sparse_softmax_cross_entropy_with_logits(labels, logits))
-    grad = tf.convert_to_tensor(tape.gradient(loss, table)).numpy()   # [V, E]
+        logits = model(inputs)["mlm_logits"]  # [B, P, V]
+        loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels, logits))
+    grad = tf.convert_to_tensor(tape.gradient(loss, table)).numpy()  # [V, E]
     absent = np.setdiff1d(np.arange(config.vocab_size), present)
     # Rows of tokens that are not in the input get gradient only through the output layer.
     assert np.all(np.abs(grad[absent]).sum(-1) > 0)
@@ -104,14 +106,15 @@ def test_classification_head_numerics_and_dropout():
         ClassificationHead(0)
 
 
-@pytest.mark.parametrize("make, args", [
-    (lambda: MaskedLMHead(V, H, E, "gelu", 0.05, name="mlm"),
-     lambda: list(_arrays())),
-    (lambda: NextSentenceHead(0.05, name="nsp"),
-     lambda: [_arrays()[0][:, 0]]),
-    (lambda: ClassificationHead(5, 0.2, 0.05, name="cls"),
-     lambda: [_arrays()[0][:, 0]]),
-], ids=["MaskedLMHead", "NextSentenceHead", "ClassificationHead"])
+@pytest.mark.parametrize(
+    "make, args",
+    [
+        (lambda: MaskedLMHead(V, H, E, "gelu", 0.05, name="mlm"), lambda: list(_arrays())),
+        (lambda: NextSentenceHead(0.05, name="nsp"), lambda: [_arrays()[0][:, 0]]),
+        (lambda: ClassificationHead(5, 0.2, 0.05, name="cls"), lambda: [_arrays()[0][:, 0]]),
+    ],
+    ids=["MaskedLMHead", "NextSentenceHead", "ClassificationHead"],
+)
 def test_config_round_trip_gives_the_same_function(make, args):
     layer = make()
     inputs = args()

@@ -14,14 +14,30 @@ import tf_keras
 from mbert_lib import get_preset
 from mbert_lib.bench import write_json
 from mbert_lib.bench.keras_latency import (
-    NORM_ACT_GRID, norm_act_latency, norm_act_variants, op_latency, random_inputs)
+    NORM_ACT_GRID,
+    norm_act_latency,
+    norm_act_variants,
+    op_latency,
+    random_inputs,
+)
 from mbert_lib.layers import NoNorm
 from tests.keras_to_tf1 import tf1_arrays_from_encoder
 from tests.numpy_reference import encoder_forward
 
 TINY = get_preset("tiny_student").replace(vocab_size=97, num_hidden_layers=2)
-RECORD_KEYS = {"model", "normalization_type", "hidden_act", "num_hidden_layers", "seq_length",
-               "batch", "jit", "median_ms", "min_ms", "max_ms", "repeats"}
+RECORD_KEYS = {
+    "model",
+    "normalization_type",
+    "hidden_act",
+    "num_hidden_layers",
+    "seq_length",
+    "batch",
+    "jit",
+    "median_ms",
+    "min_ms",
+    "max_ms",
+    "repeats",
+}
 
 
 @pytest.fixture(scope="module")
@@ -30,16 +46,29 @@ def variants():
 
 
 def test_records_cover_the_grid_and_are_well_formed(tmp_path):
-    records = norm_act_latency(TINY, "tiny_student", seq_length=8, batch_size=2,
-                               num_hidden_layers=1, jit_modes=(False, True), repeats=2,
-                               warmup=1)
+    records = norm_act_latency(
+        TINY,
+        "tiny_student",
+        seq_length=8,
+        batch_size=2,
+        num_hidden_layers=1,
+        jit_modes=(False, True),
+        repeats=2,
+        warmup=1,
+    )
     assert len(records) == 8
     assert {(r["normalization_type"], r["hidden_act"], r["jit"]) for r in records} == {
-        (n, a, j) for n, a in NORM_ACT_GRID for j in (False, True)}
+        (n, a, j) for n, a in NORM_ACT_GRID for j in (False, True)
+    }
     for r in records:
         assert set(r) == RECORD_KEYS
-        assert (r["model"], r["num_hidden_layers"], r["seq_length"], r["batch"],
-                r["repeats"]) == ("tiny_student", 1, 8, 2, 2)
+        assert (r["model"], r["num_hidden_layers"], r["seq_length"], r["batch"], r["repeats"]) == (
+            "tiny_student",
+            1,
+            8,
+            2,
+            2,
+        )
         assert 0 < r["min_ms"] <= r["median_ms"] <= r["max_ms"]
     path = tmp_path / "latency.json"
     write_json(records, path)
@@ -70,18 +99,22 @@ def test_timed_forwards_compute_the_encoder(variants):
         eager = v.encoder(v.inputs, training=False)["sequence_output"].numpy()
         tol = 1e-5 * np.abs(eager).max()
         reference = encoder_forward(
-            tf1_arrays_from_encoder(v.encoder), v.config,
-            v.inputs["input_word_ids"].numpy(), v.inputs["input_mask"].numpy(),
-            v.inputs["input_type_ids"].numpy())["sequence_output"]
+            tf1_arrays_from_encoder(v.encoder),
+            v.config,
+            v.inputs["input_word_ids"].numpy(),
+            v.inputs["input_mask"].numpy(),
+            v.inputs["input_type_ids"].numpy(),
+        )["sequence_output"]
         np.testing.assert_allclose(eager, reference, rtol=0, atol=tol)
         for jit, forward in v.forwards.items():
-            np.testing.assert_allclose(forward(), eager, rtol=0, atol=tol,
-                                       err_msg=f"{key} jit={jit}")
+            np.testing.assert_allclose(
+                forward(), eager, rtol=0, atol=tol, err_msg=f"{key} jit={jit}"
+            )
         outputs[key] = (eager, tol)
     # The four models really differ (the config change reached the layers).
     keys = list(outputs)
     for i, a in enumerate(keys):
-        for b in keys[i + 1:]:
+        for b in keys[i + 1 :]:
             difference = np.abs(outputs[a][0] - outputs[b][0]).max()
             assert difference > 10 * max(outputs[a][1], outputs[b][1]), (a, b, difference)
 
@@ -97,22 +130,26 @@ def test_variants_share_inputs(variants):
 
 
 def test_op_latency_records():
-    records = op_latency({"relu": lambda x: x * (x > 0), "neg": lambda x: -x}, [2, 3, 4],
-                         repeats=2, warmup=0)
+    records = op_latency(
+        {"relu": lambda x: x * (x > 0), "neg": lambda x: -x}, [2, 3, 4], repeats=2, warmup=0
+    )
     assert [r["op"] for r in records] == ["relu", "neg"]
     for r in records:
         assert r["shape"] == [2, 3, 4] and r["elements"] == 24 and r["repeats"] == 2
         assert 0 < r["min_ms"] <= r["median_ms"] <= r["max_ms"]
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(seq_length=600), "max_position_embeddings"),
-    (dict(jit_modes=()), "jit_modes"),
-    (dict(jit_modes=("yes",)), "jit_modes"),
-    (dict(grid=[("batch_norm", "relu")]), "normalization_type"),
-    (dict(grid=[("no_norm", "softplus")]), "hidden_act"),
-    (dict(batch_size=0), "batch_size"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(seq_length=600), "max_position_embeddings"),
+        (dict(jit_modes=()), "jit_modes"),
+        (dict(jit_modes=("yes",)), "jit_modes"),
+        (dict(grid=[("batch_norm", "relu")]), "normalization_type"),
+        (dict(grid=[("no_norm", "softplus")]), "hidden_act"),
+        (dict(batch_size=0), "batch_size"),
+    ],
+)
 def test_bad_arguments_raise(kwargs, match):
     with pytest.raises(ValueError, match=match):
         norm_act_variants(TINY, **kwargs)

@@ -21,19 +21,27 @@ ROOT = REPO_ROOT / "mbert_lib"
 
 # Lowest first; a package may import from the layers before its own.
 LAYERS = (
-    {"atomic", "paper", "quiet_start", "run_lock", "runtime", "seed_contrast",
-     "step_records", "strict_json"},                          # no mbert_lib imports
-    {"config", "config_tree", "layers"},                       # the model's vocabulary
-    {"models", "experiment"},                                  # Keras models; the yaml schema
-    {"checkpoints", "anatomy", "optim", "data", "export"},    # what models are made of and into
-    {"train"},                                                 # the training loop, pre-training
-    {"distill", "finetune"},                                   # the other two trainers
-    {"convert", "bench"},                                      # conversions; benchmarks
-    {"tables"},                                                # paper-vs-ours tables
-    {"viz"},                                                   # figures
-    {"report"},                                                # REPORT.md
-    {"pipeline"},                                              # `reproduce`
-    {"cli"},                                                   # the commands
+    {
+        "atomic",
+        "paper",
+        "quiet_start",
+        "run_lock",
+        "runtime",
+        "seed_contrast",
+        "step_records",
+        "strict_json",
+    },  # no mbert_lib imports
+    {"config", "config_tree", "layers"},  # the model's vocabulary
+    {"models", "experiment"},  # Keras models; the yaml schema
+    {"checkpoints", "anatomy", "optim", "data", "export"},  # what models are made of and into
+    {"train"},  # the training loop, pre-training
+    {"distill", "finetune"},  # the other two trainers
+    {"convert", "bench"},  # conversions; benchmarks
+    {"tables"},  # paper-vs-ours tables
+    {"viz"},  # figures
+    {"report"},  # REPORT.md
+    {"pipeline"},  # `reproduce`
+    {"cli"},  # the commands
     {"__main__"},
 )
 
@@ -53,8 +61,11 @@ def import_graph(root: Path = ROOT) -> dict[str, set[str]]:
             if isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                subs = [f"{node.module}.{a.name}" for a in node.names
-                        if f"{node.module}.{a.name}" in modules]
+                subs = [
+                    f"{node.module}.{a.name}"
+                    for a in node.names
+                    if f"{node.module}.{a.name}" in modules
+                ]
                 targets = subs + ([node.module] if len(subs) < len(node.names) else [])
             else:
                 continue
@@ -77,10 +88,12 @@ def layer_violations(graph: dict[str, set[str]], layers=LAYERS) -> list[str]:
         for target in sorted(targets):
             dest = top_level(target)
             if not source or not dest or source == dest:
-                continue      # the root re-exports the model API; a package's own modules
+                continue  # the root re-exports the model API; a package's own modules
             if rank[dest] >= rank[source]:
-                problems.append(f"{module} imports {target}: layer {rank[source]} ({source}) "
-                                f"-> layer {rank[dest]} ({dest})")
+                problems.append(
+                    f"{module} imports {target}: layer {rank[source]} ({source}) "
+                    f"-> layer {rank[dest]} ({dest})"
+                )
     return problems
 
 
@@ -138,14 +151,18 @@ def test_the_checks_catch_a_circle_and_an_upward_import(tmp_path):
     package = tmp_path / "mbert_lib"
     (package / "data").mkdir(parents=True)
     (package / "pipeline").mkdir()
-    for path, text in {"__init__.py": "", "data/__init__.py": "",
-                       "data/a.py": "from mbert_lib.data import b\n",
-                       "data/b.py": "def f():\n    from mbert_lib.data.a import x\n",
-                       "pipeline/__init__.py": "",
-                       "data/up.py": "from mbert_lib.pipeline import run\n"}.items():
+    for path, text in {
+        "__init__.py": "",
+        "data/__init__.py": "",
+        "data/a.py": "from mbert_lib.data import b\n",
+        "data/b.py": "def f():\n    from mbert_lib.data.a import x\n",
+        "pipeline/__init__.py": "",
+        "data/up.py": "from mbert_lib.pipeline import run\n",
+    }.items():
         (package / path).write_text(text, encoding="utf-8")
     graph = import_graph(package)
     assert circles(graph) == [["mbert_lib.data.a", "mbert_lib.data.b"]]
     assert layer_violations(graph, ({"data"}, {"pipeline"})) == [
-        "mbert_lib.data.up imports mbert_lib.pipeline: layer 0 (data) -> layer 1 (pipeline)"]
-    assert layer_violations(graph, ({"pipeline"}, {"data"})) == []     # downward: allowed
+        "mbert_lib.data.up imports mbert_lib.pipeline: layer 0 (data) -> layer 1 (pipeline)"
+    ]
+    assert layer_violations(graph, ({"pipeline"}, {"data"})) == []  # downward: allowed

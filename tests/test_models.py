@@ -6,16 +6,33 @@ import tensorflow as tf
 import tf_keras
 
 from mbert_lib.config import PRESETS
-from mbert_lib.models import (BertEncoder, Classifier, MobileBertEncoder, Pretrainer,
-                              build_classifier, build_encoder, build_pretrainer)
-from tests.helpers import (randomize_affine_weights, random_inputs, randomize_kernels,
-                           small_config)
+from mbert_lib.models import (
+    BertEncoder,
+    Classifier,
+    MobileBertEncoder,
+    Pretrainer,
+    build_classifier,
+    build_encoder,
+    build_pretrainer,
+)
+from tests.helpers import random_inputs, randomize_affine_weights, randomize_kernels, small_config
 
 B, T = 2, 9
-OUTPUT_KEYS = {"embedding_output", "sequence_output", "pooled_output", "encoder_outputs",
-               "attention_scores"}
-SMALL_BERT = small_config("bert_base", hidden_size=32, embedding_size=32,
-                          intra_bottleneck_size=32, num_attention_heads=4, intermediate_size=64)
+OUTPUT_KEYS = {
+    "embedding_output",
+    "sequence_output",
+    "pooled_output",
+    "encoder_outputs",
+    "attention_scores",
+}
+SMALL_BERT = small_config(
+    "bert_base",
+    hidden_size=32,
+    embedding_size=32,
+    intra_bottleneck_size=32,
+    num_attention_heads=4,
+    intermediate_size=64,
+)
 
 
 @pytest.mark.parametrize("preset", sorted(PRESETS))
@@ -33,8 +50,9 @@ def test_every_preset_builds_with_the_right_shapes(preset):
     assert len(out["encoder_outputs"]) == len(out["attention_scores"]) == L
     assert all(x.shape == (B, T, H) for x in out["encoder_outputs"])
     assert all(p.shape == (B, N, T, T) for p in out["attention_scores"])
-    np.testing.assert_array_equal(out["encoder_outputs"][-1].numpy(),
-                                  out["sequence_output"].numpy())
+    np.testing.assert_array_equal(
+        out["encoder_outputs"][-1].numpy(), out["sequence_output"].numpy()
+    )
     assert out["mlm_logits"].shape == (B, 4, config.vocab_size)
     assert out["nsp_logits"].shape == (B, 2)
     assert model.encoder.embedding_table.shape == (config.vocab_size, config.embedding_size)
@@ -59,9 +77,12 @@ def _built_bert_encoder(config):
 @pytest.mark.parametrize("kind", ["encoder", "pretrainer", "classifier", "bert_encoder"])
 def test_keras_config_round_trip_gives_the_same_outputs(kind):
     config = SMALL_BERT if kind == "bert_encoder" else small_config("tiny_teacher")
-    model = {"encoder": build_encoder, "pretrainer": build_pretrainer,
-             "classifier": lambda c: build_classifier(c, 3, dropout_rate=0.2),
-             "bert_encoder": _built_bert_encoder}[kind](config)
+    model = {
+        "encoder": build_encoder,
+        "pretrainer": build_pretrainer,
+        "classifier": lambda c: build_classifier(c, 3, dropout_rate=0.2),
+        "bert_encoder": _built_bert_encoder,
+    }[kind](config)
     randomize_affine_weights(model)
     inputs = random_inputs(config)
     clone = _same_weights_clone(model, inputs)
@@ -81,8 +102,9 @@ def test_pooled_output_is_the_raw_cls_vector_without_classifier_activation():
     randomize_affine_weights(model)
     assert model.pooler is None
     out = model(random_inputs(config))
-    np.testing.assert_array_equal(out["pooled_output"].numpy(),
-                                  out["sequence_output"].numpy()[:, 0])
+    np.testing.assert_array_equal(
+        out["pooled_output"].numpy(), out["sequence_output"].numpy()[:, 0]
+    )
 
 
 def test_pooled_output_is_tanh_dense_of_cls_with_classifier_activation():
@@ -91,7 +113,7 @@ def test_pooled_output_is_tanh_dense_of_cls_with_classifier_activation():
     randomize_affine_weights(model)
     randomize_kernels(model)
     out = model(random_inputs(config))
-    cls = out["sequence_output"].numpy()[:, 0]                                    # [B, H]
+    cls = out["sequence_output"].numpy()[:, 0]  # [B, H]
     expected = np.tanh(cls @ model.pooler.kernel.numpy() + model.pooler.bias.numpy())
     np.testing.assert_allclose(out["pooled_output"].numpy(), expected, rtol=1e-5, atol=1e-5)
     assert np.abs(expected - cls).max() > 0.1
@@ -104,8 +126,7 @@ def test_dropout_only_in_training(model_class):
     model = model_class(config)
     inputs = random_inputs(config)
     first = model(inputs)["sequence_output"].numpy()
-    np.testing.assert_array_equal(model(inputs, training=False)["sequence_output"].numpy(),
-                                  first)
+    np.testing.assert_array_equal(model(inputs, training=False)["sequence_output"].numpy(), first)
     train_a = model(inputs, training=True)["sequence_output"].numpy()
     train_b = model(inputs, training=True)["sequence_output"].numpy()
     assert np.abs(train_a - first).max() > 1e-3
@@ -117,15 +138,19 @@ def test_dropout_free_config_is_deterministic_in_training():
     assert config.hidden_dropout_prob == 0.0
     model = build_encoder(config)
     inputs = random_inputs(config)
-    np.testing.assert_array_equal(model(inputs, training=True)["sequence_output"].numpy(),
-                                  model(inputs, training=False)["sequence_output"].numpy())
+    np.testing.assert_array_equal(
+        model(inputs, training=True)["sequence_output"].numpy(),
+        model(inputs, training=False)["sequence_output"].numpy(),
+    )
 
 
 def _padded(real_ids, real_types, pads):
     n = len(real_ids)
-    return {"input_word_ids": np.array([list(real_ids) + [0] * pads], np.int32),
-            "input_mask": np.array([[1] * n + [0] * pads], np.int32),
-            "input_type_ids": np.array([list(real_types) + [0] * pads], np.int32)}
+    return {
+        "input_word_ids": np.array([list(real_ids) + [0] * pads], np.int32),
+        "input_mask": np.array([[1] * n + [0] * pads], np.int32),
+        "input_type_ids": np.array([list(real_types) + [0] * pads], np.int32),
+    }
 
 
 @pytest.mark.parametrize("preset", ["tiny_student", "tiny_teacher"])
@@ -155,8 +180,10 @@ def test_real_token_outputs_do_not_depend_on_padding_length(preset):
     # Teeth: without the mask the padding length does change the real tokens' outputs.
     unmasked_short = model({**_padded(ids, types, 1), "input_mask": np.ones((1, n + 1))})
     unmasked_long = model({**_padded(ids, types, 5), "input_mask": np.ones((1, n + 5))})
-    diff = (unmasked_short["sequence_output"].numpy()[:, :n]
-            - unmasked_long["sequence_output"].numpy()[:, :n])
+    diff = (
+        unmasked_short["sequence_output"].numpy()[:, :n]
+        - unmasked_long["sequence_output"].numpy()[:, :n]
+    )
     assert np.abs(diff).max() > 1e-3
 
 
@@ -166,13 +193,12 @@ def test_trigram_window_reaches_exactly_one_pad_token():
     model = build_encoder(config)
     n = 5
     base = _padded(range(1, n + 1), [0] * n, 2)
-    first, second = (dict(base, input_word_ids=base["input_word_ids"].copy())
-                     for _ in range(2))
+    first, second = (dict(base, input_word_ids=base["input_word_ids"].copy()) for _ in range(2))
     first["input_word_ids"][0, n] = 9
     second["input_word_ids"][0, n + 1] = 9
     real = lambda inputs: model(inputs)["embedding_output"].numpy()[0, :n]  # noqa: E731
     assert np.abs(real(first) - real(base))[n - 1].max() > 1e-4
-    np.testing.assert_array_equal(real(first)[:n - 1], real(base)[:n - 1])
+    np.testing.assert_array_equal(real(first)[: n - 1], real(base)[: n - 1])
     np.testing.assert_array_equal(real(second), real(base))
 
 
@@ -181,11 +207,19 @@ def test_default_mask_and_types_and_sequence_inputs():
     model = build_encoder(config)
     randomize_affine_weights(model)
     ids = random_inputs(config, pads=(0,))["input_word_ids"]
-    full = {"input_word_ids": ids, "input_mask": np.ones_like(ids),
-            "input_type_ids": np.zeros_like(ids)}
+    full = {
+        "input_word_ids": ids,
+        "input_mask": np.ones_like(ids),
+        "input_type_ids": np.zeros_like(ids),
+    }
     want = model(full)["sequence_output"].numpy()
-    for inputs in ({"input_word_ids": ids}, [ids], (ids, np.ones_like(ids)), ids,
-                   [ids, full["input_mask"], full["input_type_ids"]]):
+    for inputs in (
+        {"input_word_ids": ids},
+        [ids],
+        (ids, np.ones_like(ids)),
+        ids,
+        [ids, full["input_mask"], full["input_type_ids"]],
+    ):
         np.testing.assert_array_equal(model(inputs)["sequence_output"].numpy(), want)
 
 
@@ -224,14 +258,17 @@ def test_task_models_share_the_encoder_they_are_given():
     assert pretrainer.encoder is encoder and classifier.encoder is encoder
     assert pretrainer.config == classifier.config == config
     inputs = random_inputs(config)
-    np.testing.assert_array_equal(pretrainer(inputs)["sequence_output"].numpy(),
-                                  encoder(inputs)["sequence_output"].numpy())
+    np.testing.assert_array_equal(
+        pretrainer(inputs)["sequence_output"].numpy(), encoder(inputs)["sequence_output"].numpy()
+    )
 
 
-HEADS_ONLY_CONFIGS = {**{p: small_config(p) for p in sorted(PRESETS)},
-                      "bottleneck_attention": small_config(
-                          "mobilebert", use_bottleneck_attention=True,
-                          key_query_shared_bottleneck=False)}
+HEADS_ONLY_CONFIGS = {
+    **{p: small_config(p) for p in sorted(PRESETS)},
+    "bottleneck_attention": small_config(
+        "mobilebert", use_bottleneck_attention=True, key_query_shared_bottleneck=False
+    ),
+}
 
 
 def _heads_only_pretrainer(name):
@@ -261,8 +298,9 @@ def test_heads_only_gives_the_full_models_logits_and_gradients(name):
     def run(heads_only):
         with tf.GradientTape() as tape:
             out = model(inputs, training=False, heads_only=heads_only)
-            loss = (tf.reduce_sum(out["mlm_logits"] * weights)
-                    + tf.reduce_sum(out["nsp_logits"] * [1.0, -2.0]))
+            loss = tf.reduce_sum(out["mlm_logits"] * weights) + tf.reduce_sum(
+                out["nsp_logits"] * [1.0, -2.0]
+            )
         return out, tape.gradient(loss, model.trainable_variables)
 
     full, full_grads = run(False)
@@ -273,13 +311,15 @@ def test_heads_only_gives_the_full_models_logits_and_gradients(name):
     np.testing.assert_allclose(pruned["sequence_output"], gathered, rtol=1e-5, atol=1e-5)
     last_probs = tf.gather(full["attention_scores"][-1], positions, axis=2, batch_dims=1)
     np.testing.assert_allclose(pruned["attention_scores"][-1], last_probs, atol=1e-6)
-    for below_full, below_pruned in zip(full["encoder_outputs"][:-1],
-                                        pruned["encoder_outputs"][:-1]):
+    for below_full, below_pruned in zip(
+        full["encoder_outputs"][:-1], pruned["encoder_outputs"][:-1]
+    ):
         np.testing.assert_array_equal(below_pruned, below_full)
     assert [g is None for g in pruned_grads] == [g is None for g in full_grads]
-    flat_full, flat_pruned = (np.concatenate([tf.reshape(tf.convert_to_tensor(g), [-1])
-                                              for g in grads if g is not None])
-                              for grads in (full_grads, pruned_grads))
+    flat_full, flat_pruned = (
+        np.concatenate([tf.reshape(tf.convert_to_tensor(g), [-1]) for g in grads if g is not None])
+        for grads in (full_grads, pruned_grads)
+    )
     # float32 rounding only: tiny next to the gradient's scale (some gradients,
     # e.g. of the key biases, are 0 in exact arithmetic and rounding noise here)
     scale = np.abs(flat_full).max()

@@ -48,8 +48,9 @@ def test_nonorm_does_not_depend_on_other_tokens_statistics():
     layer = NoNorm()
     layer.build(x.shape)
     _, beta = _random_affine(layer, rng)
-    np.testing.assert_allclose(layer(5 * x).numpy() - beta, 5 * (layer(x).numpy() - beta),
-                               rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        layer(5 * x).numpy() - beta, 5 * (layer(x).numpy() - beta), rtol=1e-5, atol=1e-5
+    )
 
 
 def test_nonorm_weights_are_gamma_then_beta_with_identity_init():

@@ -10,9 +10,12 @@ from mbert_lib.runtime import REPO_ROOT
 
 NOTEBOOKS = sorted((REPO_ROOT / "notebooks").rglob("*.ipynb"))
 ABSOLUTE_PATH = re.compile(r"(?<![\w.~-])/(?:work|home|root|tmp|Users|private|var/folders|mnt)/")
-LOG_LINE = re.compile(r"^(?:[IWEF]\d{4} \d\d:\d\d:\d\d|WARNING: All log messages|"
-                      r"WARNING:tensorflow|WARNING:absl|INFO: Created TensorFlow Lite)|cuInit|"
-                      r"IProgress not found", re.M)
+LOG_LINE = re.compile(
+    r"^(?:[IWEF]\d{4} \d\d:\d\d:\d\d|WARNING: All log messages|"
+    r"WARNING:tensorflow|WARNING:absl|INFO: Created TensorFlow Lite)|cuInit|"
+    r"IProgress not found",
+    re.M,
+)
 
 
 def _texts(notebook):
@@ -22,7 +25,9 @@ def _texts(notebook):
         for out in cell.get("outputs", []):
             text = out.get("text") or "".join(
                 "".join(v) if isinstance(v, list) else v
-                for kind, v in out.get("data", {}).items() if kind.startswith("text/"))
+                for kind, v in out.get("data", {}).items()
+                if kind.startswith("text/")
+            )
             yield k, "".join(text) if isinstance(text, list) else text
 
 
@@ -38,8 +43,12 @@ def test_the_patterns_catch_what_they_are_for():
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[n.name for n in NOTEBOOKS])
 def test_committed_outputs_have_no_machine_paths_or_log_lines(notebook):
-    found = [(k, m.group(0)) for k, text in _texts(notebook)
-             for pattern in (ABSOLUTE_PATH, LOG_LINE) for m in pattern.finditer(text)]
+    found = [
+        (k, m.group(0))
+        for k, text in _texts(notebook)
+        for pattern in (ABSOLUTE_PATH, LOG_LINE)
+        for m in pattern.finditer(text)
+    ]
     assert not found, f"{notebook.name}: cell, match: {found[:5]}"
 
 

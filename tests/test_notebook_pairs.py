@@ -27,8 +27,9 @@ def _cells(path: Path) -> list[tuple[str, str]]:
 def _first_difference(a: list, b: list) -> str:
     for i, (x, y) in enumerate(zip(a, b)):
         if x != y:
-            diff = difflib.unified_diff(x[1].splitlines(), y[1].splitlines(), ".py", ".ipynb",
-                                        lineterm="", n=0)
+            diff = difflib.unified_diff(
+                x[1].splitlines(), y[1].splitlines(), ".py", ".ipynb", lineterm="", n=0
+            )
             return f"cell {i} ({x[0]} vs {y[0]}): " + " | ".join(list(diff)[2:6])
     return f"{len(a)} cells in .py vs {len(b)} in .ipynb"
 
@@ -37,10 +38,12 @@ def pair_problems(directory: Path) -> list[str]:
     """One line per unpaired file or disagreeing pair in `directory`."""
     sources = {p.stem: p for p in directory.glob("*.py")}
     notebooks = {p.stem: p for p in directory.glob("*.ipynb")}
-    problems = [f"{sources[s].name}: no paired .ipynb" for s in sorted(sources.keys()
-                                                                         - notebooks.keys())]
-    problems += [f"{notebooks[s].name}: no paired .py" for s in sorted(notebooks.keys()
-                                                                        - sources.keys())]
+    problems = [
+        f"{sources[s].name}: no paired .ipynb" for s in sorted(sources.keys() - notebooks.keys())
+    ]
+    problems += [
+        f"{notebooks[s].name}: no paired .py" for s in sorted(notebooks.keys() - sources.keys())
+    ]
     for stem in sorted(sources.keys() & notebooks.keys()):
         a, b = _cells(sources[stem]), _cells(notebooks[stem])
         if a != b:
@@ -50,13 +53,18 @@ def pair_problems(directory: Path) -> list[str]:
 
 def test_repository_notebook_pairs_agree():
     """The student notebooks and the instructor copies in notebooks/solutions/."""
-    problems = [problem for directory in (NOTEBOOKS, NOTEBOOKS / "solutions")
-                if directory.is_dir() for problem in pair_problems(directory)]
-    assert not problems, ("notebook pairs out of sync (run `jupytext --sync` on them):\n"
-                          + "\n".join(problems))
+    problems = [
+        problem
+        for directory in (NOTEBOOKS, NOTEBOOKS / "solutions")
+        if directory.is_dir()
+        for problem in pair_problems(directory)
+    ]
+    assert not problems, (
+        "notebook pairs out of sync (run `jupytext --sync` on them):\n" + "\n".join(problems)
+    )
 
 
-SOURCE = '''# %% [markdown]
+SOURCE = """# %% [markdown]
 # # NoNorm
 # $$\\mathrm{NoNorm}(h) = \\gamma \\circ h + \\beta$$
 
@@ -65,7 +73,7 @@ x = 2 * 3
 
 # %%
 assert x == 6
-'''
+"""
 
 
 def _make_pair(directory: Path, stem: str) -> tuple[Path, Path]:
@@ -108,5 +116,7 @@ def test_unpaired_files_are_reported(tmp_path):
     _, ipynb = _make_pair(tmp_path, "05_pair")
     ipynb.rename(tmp_path / "06_orphan.ipynb")
     assert sorted(pair_problems(tmp_path)) == [
-        "04_alone.py: no paired .ipynb", "05_pair.py: no paired .ipynb",
-        "06_orphan.ipynb: no paired .py"]
+        "04_alone.py: no paired .ipynb",
+        "05_pair.py: no paired .ipynb",
+        "06_orphan.ipynb: no paired .py",
+    ]

@@ -38,13 +38,13 @@ def test_scaling_a_gradient_does_not_scale_an_adam_update():
 
 
 def test_clipping_is_global_over_all_groups():
-    grads = [tf.constant([3.0, 0.0]), tf.constant([0.0, 4.0])]   # global norm 5
-    sgd = lambda: __import__("tf_keras").optimizers.SGD(1.0)      # noqa: E731
+    grads = [tf.constant([3.0, 0.0]), tf.constant([0.0, 4.0])]  # global norm 5
+    sgd = lambda: __import__("tf_keras").optimizers.SGD(1.0)  # noqa: E731
     a, b = tf.Variable([0.0, 0.0]), tf.Variable([0.0, 0.0])
     opt = GroupedOptimizer([sgd(), sgd()], global_clipnorm=1.0)
     opt.build([[a], [b]])
     _step(opt, [a, b], grads)
-    np.testing.assert_allclose(a.numpy(), [-0.6, 0.0], rtol=1e-6)   # 3/5, not clipped alone
+    np.testing.assert_allclose(a.numpy(), [-0.6, 0.0], rtol=1e-6)  # 3/5, not clipped alone
     np.testing.assert_allclose(b.numpy(), [0.0, -0.8], rtol=1e-6)
 
 

@@ -8,15 +8,16 @@ import mbert_lib
 from mbert_lib.optim import Lamb, WarmupPolynomialDecay
 
 
-def numpy_lamb(x, grads, lrs, decay, adapt, wd=0.01, b1=0.9, b2=0.999, eps=1e-6,
-               bias_correction=True):
+def numpy_lamb(
+    x, grads, lrs, decay, adapt, wd=0.01, b1=0.9, b2=0.999, eps=1e-6, bias_correction=True
+):
     """Runs len(grads) LAMB updates of one variable x, written from the paper."""
     x = np.array(x, np.float64)
     m, v = np.zeros_like(x), np.zeros_like(x)
     for t, (g, lr) in enumerate(zip(grads, lrs), start=1):
         m = b1 * m + (1 - b1) * g
         v = b2 * v + (1 - b2) * g * g
-        m_hat, v_hat = (m / (1 - b1 ** t), v / (1 - b2 ** t)) if bias_correction else (m, v)
+        m_hat, v_hat = (m / (1 - b1**t), v / (1 - b2**t)) if bias_correction else (m, v)
         u = m_hat / (np.sqrt(v_hat) + eps) + (wd * x if decay else 0.0)
         w_norm, u_norm = np.linalg.norm(x), np.linalg.norm(u)
         ratio = w_norm / u_norm if (adapt and w_norm > 0 and u_norm > 0) else 1.0
@@ -40,8 +41,9 @@ def test_one_update_matches_numpy(bias_correction):
     opt = Lamb(learning_rate=0.05, weight_decay_rate=0.1, bias_correction=bias_correction)
     opt.apply_gradients(zip([tf.constant(g) for g in grads], variables))
     for var, x0, g, decayed in zip(variables, start, grads, [True, False, False]):
-        want = numpy_lamb(x0, [g], [0.05], decay=decayed, adapt=decayed, wd=0.1,
-                          bias_correction=bias_correction)
+        want = numpy_lamb(
+            x0, [g], [0.05], decay=decayed, adapt=decayed, wd=0.1, bias_correction=bias_correction
+        )
         np.testing.assert_allclose(var.numpy(), want, rtol=1e-5, atol=1e-6, err_msg=var.name)
         assert not np.allclose(var.numpy(), x0)
 
@@ -51,10 +53,10 @@ def test_several_updates_with_schedule_match_numpy():
     variables = _variables(rng)
     start = [v.numpy() for v in variables]
     steps = 7
-    grads = [[rng.normal(size=v.shape).astype(np.float32) for v in variables]
-             for _ in range(steps)]
-    schedule = WarmupPolynomialDecay(0.02, decay_steps=10, warmup_steps=3,
-                                     end_learning_rate=1e-4, power=1.0)
+    grads = [[rng.normal(size=v.shape).astype(np.float32) for v in variables] for _ in range(steps)]
+    schedule = WarmupPolynomialDecay(
+        0.02, decay_steps=10, warmup_steps=3, end_learning_rate=1e-4, power=1.0
+    )
     lrs = [float(schedule(t)) for t in range(steps)]
     opt = Lamb(learning_rate=schedule, weight_decay_rate=0.01)
     for step_grads in grads:
@@ -87,24 +89,25 @@ def test_shape_groups_match_numpy_and_the_per_variable_path():
 
         @tf.function
         def step(g):
-            strategy.run(lambda g: opt.apply_gradients(zip(g, variables)), args=(g,))
+            # called within this iteration only, so the late binding is the wanted one
+            strategy.run(lambda g: opt.apply_gradients(zip(g, variables)), args=(g,))  # noqa: B023
 
         for step_grads in grads:
             step([tf.constant(g) for g in step_grads])
         for i, (var, x0) in enumerate(zip(variables, start)):
             decayed = i < 3
-            want = numpy_lamb(x0, [g[i] for g in grads], [0.05] * 3, decay=decayed,
-                              adapt=decayed, wd=0.1)
-            np.testing.assert_allclose(var.numpy(), want, rtol=1e-5, atol=1e-6,
-                                       err_msg=var.name)
+            want = numpy_lamb(
+                x0, [g[i] for g in grads], [0.05] * 3, decay=decayed, adapt=decayed, wd=0.1
+            )
+            np.testing.assert_allclose(var.numpy(), want, rtol=1e-5, atol=1e-6, err_msg=var.name)
         finals.append([v.numpy() for v in variables])
     for grouped, single in zip(*finals):
         np.testing.assert_allclose(grouped, single, rtol=1e-6, atol=1e-7)
 
 
 def test_trust_ratio_zero_norm_guards():
-    zero_kernel = tf.Variable(tf.zeros([3, 2]), name="zero/kernel")      # ‖x‖ = 0
-    kernel = tf.Variable(tf.ones([3, 2]), name="still/kernel")           # ‖u‖ = 0 below
+    zero_kernel = tf.Variable(tf.zeros([3, 2]), name="zero/kernel")  # ‖x‖ = 0
+    kernel = tf.Variable(tf.ones([3, 2]), name="still/kernel")  # ‖u‖ = 0 below
     opt = Lamb(learning_rate=0.1, weight_decay_rate=0.0)
     g = np.full([3, 2], 0.5, np.float32)
     opt.apply_gradients([(tf.constant(g), zero_kernel), (tf.zeros([3, 2]), kernel)])
@@ -130,15 +133,15 @@ def test_weight_decay_exclusion_on_model_variables():
     model = mbert_lib.build_pretrainer(config)
     opt = Lamb(learning_rate=0.01, weight_decay_rate=0.1)
     excluded = {v.name for v in model.trainable_variables if not opt.uses_weight_decay(v)}
-    assert excluded and all(n.rsplit("/", 1)[-1] in ("gamma:0", "beta:0", "bias:0",
-                                                     "output_bias:0") for n in excluded)
+    assert excluded and all(
+        n.rsplit("/", 1)[-1] in ("gamma:0", "beta:0", "bias:0", "output_bias:0") for n in excluded
+    )
     suffixes = {n.rsplit("/", 1)[-1] for n in excluded}
     assert suffixes == {"gamma:0", "beta:0", "bias:0", "output_bias:0"}
     decayed = {v.name for v in model.trainable_variables} - excluded
     assert any("word_embeddings/embeddings" in n for n in decayed)
     assert any("extra_output_weights" in n for n in decayed)
-    assert all(n.endswith(("kernel:0", "embeddings:0", "extra_output_weights:0"))
-               for n in decayed)
+    assert all(n.endswith(("kernel:0", "embeddings:0", "extra_output_weights:0")) for n in decayed)
     # Behaviour: with zero gradients, LAMB moves only decayed variables,
     # each by x − η·(‖x‖/‖λx‖)·λx = (1 − η)·x.
     before = {v.name: v.numpy() for v in model.trainable_variables}
@@ -150,8 +153,12 @@ def test_weight_decay_exclusion_on_model_variables():
 
 def test_custom_patterns_and_separate_layer_adaptation():
     x = tf.Variable(tf.ones([2]), name="head/kernel")
-    opt = Lamb(learning_rate=0.1, weight_decay_rate=0.5, exclude_from_weight_decay=["head"],
-               exclude_from_layer_adaptation=[])
+    opt = Lamb(
+        learning_rate=0.1,
+        weight_decay_rate=0.5,
+        exclude_from_weight_decay=["head"],
+        exclude_from_layer_adaptation=[],
+    )
     assert not opt.uses_weight_decay(x) and opt.uses_layer_adaptation(x)
     g = np.array([0.3, -0.1], np.float32)
     opt.apply_gradients([(tf.constant(g), x)])

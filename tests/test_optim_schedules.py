@@ -43,18 +43,25 @@ def test_no_warmup_starts_at_peak():
 def test_serialization_round_trip():
     schedule = WarmupPolynomialDecay(2e-3, 300, 30, 1e-6, 1.5)
     restored = tf_keras.optimizers.schedules.deserialize(
-        tf_keras.optimizers.schedules.serialize(schedule))
+        tf_keras.optimizers.schedules.serialize(schedule)
+    )
     assert isinstance(restored, WarmupPolynomialDecay)
     assert restored.get_config() == schedule.get_config()
     assert float(restored(123)) == pytest.approx(float(schedule(123)))
 
 
-@pytest.mark.parametrize("kwargs, field", [
-    (dict(peak_learning_rate=0.0, decay_steps=10), "peak_learning_rate"),
-    (dict(peak_learning_rate=1e-3, decay_steps=0), "decay_steps"),
-    (dict(peak_learning_rate=1e-3, decay_steps=10, warmup_steps=11), "warmup_steps"),
-    (dict(peak_learning_rate=1e-3, decay_steps=10, end_learning_rate=1e-2), "end_learning_rate"),
-])
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        (dict(peak_learning_rate=0.0, decay_steps=10), "peak_learning_rate"),
+        (dict(peak_learning_rate=1e-3, decay_steps=0), "decay_steps"),
+        (dict(peak_learning_rate=1e-3, decay_steps=10, warmup_steps=11), "warmup_steps"),
+        (
+            dict(peak_learning_rate=1e-3, decay_steps=10, end_learning_rate=1e-2),
+            "end_learning_rate",
+        ),
+    ],
+)
 def test_bad_arguments_name_the_field(kwargs, field):
     with pytest.raises(ValueError, match=field):
         WarmupPolynomialDecay(**kwargs)

@@ -22,8 +22,7 @@ def test_report_predicts_the_update_after_earlier_steps(clipnorm):
     rng = np.random.default_rng(0)
     variables, opt = _setup(rng, clipnorm)
     start = [v.numpy() for v in variables]
-    history = [[rng.normal(size=v.shape).astype(np.float32) for v in variables]
-               for _ in range(3)]
+    history = [[rng.normal(size=v.shape).astype(np.float32) for v in variables] for _ in range(3)]
     for grads in history[:2]:
         opt.apply_gradients(zip([tf.constant(g) for g in grads], variables))
     before = [v.numpy() for v in variables]
@@ -31,7 +30,7 @@ def test_report_predicts_the_update_after_earlier_steps(clipnorm):
 
     report = lamb_step_report(opt, [tf.constant(g) for g in history[2]], variables)
 
-    for v, b in zip(variables, before):                    # nothing moved
+    for v, b in zip(variables, before):  # nothing moved
         np.testing.assert_array_equal(v.numpy(), b)
     for s, b in zip(opt._momentums + opt._velocities, slots):
         np.testing.assert_array_equal(s.numpy(), b)
@@ -43,13 +42,14 @@ def test_report_predicts_the_update_after_earlier_steps(clipnorm):
         assert row.step_norm == pytest.approx(moved, rel=1e-4), row.variable
     kernel = report.iloc[0]
     assert kernel.adapted and kernel.decayed
-    assert kernel.relative_step == pytest.approx(0.05, rel=1e-5)       # = η for adapted variables
+    assert kernel.relative_step == pytest.approx(0.05, rel=1e-5)  # = η for adapted variables
     assert kernel.trust_ratio == pytest.approx(kernel.weight_norm / kernel.update_norm)
     bias = report.iloc[1]
     assert not bias.adapted and bias.trust_ratio == 1.0
-    if clipnorm is None:                                      # and against the paper's formula
-        want = numpy_lamb(start[0], [h[0] for h in history], [0.05] * 3, decay=True,
-                          adapt=True, wd=0.1)
+    if clipnorm is None:  # and against the paper's formula
+        want = numpy_lamb(
+            start[0], [h[0] for h in history], [0.05] * 3, decay=True, adapt=True, wd=0.1
+        )
         np.testing.assert_allclose(variables[0].numpy(), want, rtol=1e-5, atol=1e-6)
 
 
@@ -64,7 +64,11 @@ def test_bad_arguments():
 
 
 def test_short_names():
-    assert short_variable_name("pretrainer/mobile_bert_encoder/layer_0/ffn_0/output/kernel:0") \
+    assert (
+        short_variable_name("pretrainer/mobile_bert_encoder/layer_0/ffn_0/output/kernel:0")
         == "layer_0/ffn_0/output/kernel"
-    assert short_variable_name("pretrainer/cls_predictions/output_bias") == \
-        "cls_predictions/output_bias"
+    )
+    assert (
+        short_variable_name("pretrainer/cls_predictions/output_bias")
+        == "cls_predictions/output_bias"
+    )

@@ -6,9 +6,16 @@ from mbert_lib import paper
 
 def test_confirmed_mnli_columns_of_tables_8_and_9():
     assert {row: cells["MNLI-m"].value for row, cells in paper.TABLE8.items()} == {
-        "AKT": 83.0, "JKT": 83.5, "PKT": 83.9}
+        "AKT": 83.0,
+        "JKT": 83.5,
+        "PKT": 83.9,
+    }
     assert {row: cells["MNLI-m"].value for row, cells in paper.TABLE9.items()} == {
-        "no transfer": 80.8, "+PD": 81.1, "+PD+FMT": 83.8, "+PD+FMT+AT": 84.4}
+        "no transfer": 80.8,
+        "+PD": 81.1,
+        "+PD+FMT": 83.8,
+        "+PD+FMT+AT": 84.4,
+    }
     for table in (paper.TABLE8, paper.TABLE9):
         assert not any(cells[paper.CONFIRMED_TASK].approx for cells in table.values())
 

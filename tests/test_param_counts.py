@@ -27,28 +27,37 @@ def norm(width: int) -> int:
 
 def closed_form(c) -> dict[str, int]:
     """Parameters per component, from paper Table 1's shapes."""
-    V, E, H, I, F = (c.vocab_size, c.embedding_size, c.hidden_size, c.intermediate_size,
-                     c.num_feedforward_networks)
-    w = c.intra_bottleneck_size if c.use_bottleneck else H        # attention / FFN width
+    V, E, H, I, F = (
+        c.vocab_size,
+        c.embedding_size,
+        c.hidden_size,
+        c.intermediate_size,
+        c.num_feedforward_networks,
+    )
+    w = c.intra_bottleneck_size if c.use_bottleneck else H  # attention / FFN width
     embeddings = V * E + c.max_position_embeddings * H + c.type_vocab_size * H + norm(H)
     if c.trigram_input:
-        embeddings += dense(3 * E, H)                               # [e_{t+1}; e_t; e_{t-1}]
+        embeddings += dense(3 * E, H)  # [e_{t+1}; e_t; e_{t-1}]
     elif E != H:
         embeddings += dense(E, H)
     block = 0
     if c.use_bottleneck:
-        block += dense(H, w) + norm(w) + dense(w, H) + norm(H)      # input + output bottleneck
+        block += dense(H, w) + norm(w) + dense(w, H) + norm(H)  # input + output bottleneck
     if c.key_query_shared_bottleneck:
-        block += dense(H, w) + norm(w)                              # shared Q/K bottleneck
+        block += dense(H, w) + norm(w)  # shared Q/K bottleneck
     qk_in = w if (c.use_bottleneck_attention or c.key_query_shared_bottleneck) else H
     v_in = w if c.use_bottleneck_attention else H
     block += 2 * dense(qk_in, w) + dense(v_in, w) + dense(w, w) + norm(w)  # Q, K, V, out
-    block += F * (dense(w, I) + dense(I, w) + norm(w))              # stacked FFNs
+    block += F * (dense(w, I) + dense(I, w) + norm(w))  # stacked FFNs
     pooler = dense(H, H) if c.classifier_activation else 0
-    mlm = dense(H, H) + norm(H) + V * (H - E) + V                   # transform, W_extra, bias
-    return {"embeddings": embeddings, "block": block, "pooler": pooler,
-            "encoder": embeddings + c.num_hidden_layers * block + pooler,
-            "heads": mlm + dense(H, 2)}
+    mlm = dense(H, H) + norm(H) + V * (H - E) + V  # transform, W_extra, bias
+    return {
+        "embeddings": embeddings,
+        "block": block,
+        "pooler": pooler,
+        "encoder": embeddings + c.num_hidden_layers * block + pooler,
+        "heads": mlm + dense(H, 2),
+    }
 
 
 # name -> (config, expected encoder count, build the pretrainer too)
@@ -67,14 +76,22 @@ def test_closed_form_gives_the_reference_counts():
     teacher = get_preset("ibbert_large")
     assert closed_form(teacher.replace(classifier_activation=False))["encoder"] == 294_205_184
     # NoNorm and LayerNorm have the same γ, β: OPT changes latency, not size (Table 7).
-    assert (closed_form(get_preset("mobilebert_no_opt"))["encoder"]
-            == closed_form(get_preset("mobilebert"))["encoder"])
+    assert (
+        closed_form(get_preset("mobilebert_no_opt"))["encoder"]
+        == closed_form(get_preset("mobilebert"))["encoder"]
+    )
 
 
-@pytest.fixture(scope="module", params=[
-    "mobilebert", "mobilebert_tiny", "bert_base", "bert_base_tv16",
-    pytest.param("ibbert_large", marks=pytest.mark.slow),
-])
+@pytest.fixture(
+    scope="module",
+    params=[
+        "mobilebert",
+        "mobilebert_tiny",
+        "bert_base",
+        "bert_base_tv16",
+        pytest.param("ibbert_large", marks=pytest.mark.slow),
+    ],
+)
 def built(request):
     config, expected, with_heads = TARGETS[request.param]
     with zero_initializers():

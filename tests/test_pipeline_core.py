@@ -16,15 +16,20 @@ def _steps(calls, fail_on=None):
                 raise RuntimeError(f"{name} killed")
             (ctx.step_dir(name) / "out.txt").write_text(str(settings))
             return {"value": settings.get("x", 0)}
+
         return run
 
-    return [Step("a", "first", make("a")), Step("b", "second", make("b"), ("a",)),
-            Step("c", "third", make("c"))]
+    return [
+        Step("a", "first", make("a")),
+        Step("b", "second", make("b"), ("a",)),
+        Step("c", "third", make("c")),
+    ]
 
 
 def _ctx(tmp_path, settings=None):
-    return Context(out_dir=tmp_path, settings=settings or {"a": {"x": 1}, "b": {"x": 2}},
-                   log=lambda _: None)
+    return Context(
+        out_dir=tmp_path, settings=settings or {"a": {"x": 1}, "b": {"x": 2}}, log=lambda _: None
+    )
 
 
 def test_second_run_skips_every_finished_step(tmp_path):
@@ -42,7 +47,7 @@ def test_changed_settings_rerun_the_step_and_its_dependents(tmp_path):
     run_steps(_steps(calls), _ctx(tmp_path))
     calls.clear()
     run_steps(_steps(calls), _ctx(tmp_path, {"a": {"x": 5}, "b": {"x": 2}}))
-    assert calls == ["a", "b"]            # c does not depend on a
+    assert calls == ["a", "b"]  # c does not depend on a
 
 
 def test_outputs_of_old_settings_are_moved_aside_before_the_step_runs_again(tmp_path):
@@ -59,7 +64,9 @@ def test_outputs_of_old_settings_are_moved_aside_before_the_step_runs_again(tmp_
     run_steps(steps, _ctx(tmp_path, {"a": {"x": 5}}))
     assert seen == [[], []], "the second run must start from an empty directory"
     assert sorted(p.name for p in (tmp_path / f"a.stale-{old}").iterdir()) == [
-        "ckpt-1", "step.json"]
+        "ckpt-1",
+        "step.json",
+    ]
 
 
 def test_a_killed_step_leaves_no_record_and_runs_again(tmp_path):
@@ -96,13 +103,14 @@ def test_record_holds_result_settings_and_time(tmp_path):
 
 def test_an_optional_step_runs_only_when_named(tmp_path):
     calls = []
-    steps = _steps(calls) + [Step("extra", "optional", lambda ctx, s: calls.append("extra")
-                                  or {}, ("a",), optional=True)]
+    steps = _steps(calls) + [
+        Step("extra", "optional", lambda ctx, s: calls.append("extra") or {}, ("a",), optional=True)
+    ]
     full = run_steps(steps, _ctx(tmp_path))
     assert calls == ["a", "b", "c"] and [r["step"] for r in full] == ["a", "b", "c"]
     calls.clear()
     named = run_steps(steps, _ctx(tmp_path), only=["extra"])
-    assert calls == ["extra"]                          # its dependency "a" is done: skipped
+    assert calls == ["extra"]  # its dependency "a" is done: skipped
     assert [(r["step"], r["skipped"]) for r in named] == [("a", True), ("extra", False)]
 
 
@@ -124,7 +132,7 @@ def test_a_second_run_into_a_directory_in_use_is_refused_naming_the_first(tmp_pa
         with pytest.raises(RunLockedError, match=rf"in use by another run \(pid {pid} on "):
             run_steps(_steps(calls), _ctx(tmp_path))
         assert calls == [] and not (tmp_path / "a").exists()
-    run_steps(_steps(calls), _ctx(tmp_path))            # the lock went with its process
+    run_steps(_steps(calls), _ctx(tmp_path))  # the lock went with its process
     assert calls == ["a", "b", "c"]
 
 
@@ -133,6 +141,6 @@ def test_a_run_with_nothing_to_do_reads_the_records_without_the_lock(tmp_path):
 
     calls = []
     run_steps(_steps(calls), _ctx(tmp_path))
-    with run_lock(tmp_path):      # held; flock refuses even this process's second open file
+    with run_lock(tmp_path):  # held; flock refuses even this process's second open file
         records = run_steps(_steps(calls), _ctx(tmp_path))
     assert [r["skipped"] for r in records] == [True] * 3 and calls == ["a", "b", "c"]

@@ -32,12 +32,24 @@ def test_unknown_preset_names_the_known_ones(tmp_path, capsys):
 
 def test_missing_data_dir_names_it_and_the_expected_files(tmp_path, capsys):
     missing = tmp_path / "nowhere"
-    assert main(["reproduce", "--preset", "smoke", "--data-dir", str(missing),
-                 "--out", str(tmp_path / "out")]) == 2
+    assert (
+        main(
+            [
+                "reproduce",
+                "--preset",
+                "smoke",
+                "--data-dir",
+                str(missing),
+                "--out",
+                str(tmp_path / "out"),
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert str(missing) in err and "does not exist" in err
     assert "wikitext-2/valid.txt" in err and "dev.tsv" in err
-    assert not (tmp_path / "out").exists()                 # nothing ran
+    assert not (tmp_path / "out").exists()  # nothing ran
 
 
 def test_data_dir_without_the_files_lists_what_is_missing(tmp_path):
@@ -47,8 +59,9 @@ def test_data_dir_without_the_files_lists_what_is_missing(tmp_path):
     assert f"missing WikiText-2: none of {root}/wikitext-2/train.txt" in str(e.value)
     assert "missing GLUE SST-2" not in str(e.value)
     root = _data_dir(tmp_path / "e", sst2=False)
-    with pytest.raises(PipelineError,
-                       match=r"missing GLUE SST-2: .*glue/SST-2/\{train.tsv,dev.tsv\}"):
+    with pytest.raises(
+        PipelineError, match=r"missing GLUE SST-2: .*glue/SST-2/\{train.tsv,dev.tsv\}"
+    ):
         checks.check_data_dir(root)
     assert checks.check_data_dir(_data_dir(tmp_path / "ok")) == str(tmp_path / "ok")
 
@@ -56,12 +69,12 @@ def test_data_dir_without_the_files_lists_what_is_missing(tmp_path):
 def test_unreadable_data_dir_is_a_clear_error(tmp_path, monkeypatch):
     root = _data_dir(tmp_path / "d")
     real = os.access
-    monkeypatch.setattr(checks.os, "access",
-                        lambda p, mode: False if str(p) == str(root) else real(p, mode))
+    monkeypatch.setattr(
+        checks.os, "access", lambda p, mode: False if str(p) == str(root) else real(p, mode)
+    )
     with pytest.raises(PipelineError, match=f"data directory {root} is not readable"):
         checks.check_data_dir(root)
-    monkeypatch.setattr(checks.os, "access",
-                        lambda p, mode: not str(p).endswith("dev.tsv"))
+    monkeypatch.setattr(checks.os, "access", lambda p, mode: not str(p).endswith("dev.tsv"))
     with pytest.raises(PipelineError, match=r"not readable: .*SST-2/dev.tsv"):
         checks.check_data_dir(root)
 
@@ -111,14 +124,15 @@ def test_enospc_while_writing_the_record_leaves_no_half_file(tmp_path, monkeypat
     monkeypatch.setattr(atomic, "open", FullDisk, raising=False)
     with pytest.raises(DiskFullError, match="disk full while step 'a'"):
         run_steps([Step("a", "first", lambda ctx, s: {"x": 1})], _ctx(tmp_path))
-    assert os.listdir(tmp_path / "a") == []                 # no step.json, no temp file
+    assert os.listdir(tmp_path / "a") == []  # no step.json, no temp file
 
 
 def test_tensorflow_disk_full_error_is_recognised():
     import tensorflow as tf
 
     error = tf.errors.ResourceExhaustedError(
-        None, None, "/run/ckpt-3_temp/part-00000; No space left on device")
+        None, None, "/run/ckpt-3_temp/part-00000; No space left on device"
+    )
     assert checks.is_disk_full(error)
     assert not checks.is_disk_full(tf.errors.ResourceExhaustedError(None, None, "OOM"))
     assert not checks.is_disk_full(OSError(errno.EACCES, "denied"))
@@ -130,8 +144,9 @@ def test_failed_cli_run_prints_the_partial_summary(tmp_path, monkeypatch, capsys
     def full(ctx, settings):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(pipeline, "STEPS", [Step("a", "first", lambda c, s: {}),
-                                            Step("b", "second", full)])
+    monkeypatch.setattr(
+        pipeline, "STEPS", [Step("a", "first", lambda c, s: {}), Step("b", "second", full)]
+    )
     assert main(["reproduce", "--preset", "smoke", "--out", str(tmp_path)]) == 2
     captured = capsys.readouterr()
     assert "[1/2] first" in captured.out and "[2/2] second" in captured.out
@@ -150,8 +165,10 @@ def test_record_holds_load_average_at_start_and_end(tmp_path, monkeypatch):
 
 def test_a_rerun_step_runs_every_time(tmp_path):
     calls = []
-    steps = [Step("a", "first", lambda c, s: calls.append("a") or {}),
-             Step("r", "report", lambda c, s: calls.append("r") or {}, rerun=True)]
+    steps = [
+        Step("a", "first", lambda c, s: calls.append("a") or {}),
+        Step("r", "report", lambda c, s: calls.append("r") or {}, rerun=True),
+    ]
     run_steps(steps, _ctx(tmp_path))
     second = run_steps(steps, _ctx(tmp_path))
     assert calls == ["a", "r", "r"] and [r["skipped"] for r in second] == [True, False]
@@ -162,8 +179,10 @@ def test_reproduce_refuses_a_file_as_its_output_and_an_empty_step_list(tmp_path,
     not_a_dir.write_text("x")
     assert main(["reproduce", "--preset", "smoke", "--out", str(not_a_dir)]) == 2
     assert f"--out {not_a_dir} is a file" in capsys.readouterr().err
-    assert main(["reproduce", "--preset", "smoke", "--out", str(tmp_path / "run"),
-                 "--steps", " , "]) == 2
+    assert (
+        main(["reproduce", "--preset", "smoke", "--out", str(tmp_path / "run"), "--steps", " , "])
+        == 2
+    )
     assert "--steps names no step" in capsys.readouterr().err
     assert not (tmp_path / "run").exists()
 

@@ -11,11 +11,11 @@ from mbert_lib.pipeline.core import Context, Step, run_steps
 def test_pace_scales_every_expectation_by_the_steps_seen_so_far():
     estimate = eta.Estimate({"a": 100.0, "b": 300.0, "c": 50.0})
     assert estimate.remaining(["a", "b", "c", "new"]) == (450.0, 1)
-    estimate.observe("a", 250.0)                 # 2.5x slower than the reference
+    estimate.observe("a", 250.0)  # 2.5x slower than the reference
     assert estimate.pace == pytest.approx(2.5)
     assert estimate.step("b") == pytest.approx(750.0)
     assert estimate.remaining(["b", "c"]) == (pytest.approx(875.0), 0)
-    estimate.observe("new", 999.0)               # a step with no expectation: no pace change
+    estimate.observe("new", 999.0)  # a step with no expectation: no pace change
     assert estimate.pace == pytest.approx(2.5)
     assert estimate.describe("b", ["b", "c"]) == "about 12 min; the run: about 15 min"
     assert eta.Estimate({}).describe("x", ["x"]) == ""
@@ -35,6 +35,7 @@ def test_run_steps_prints_the_estimate_from_the_reference_and_this_run(tmp_path,
         def step(ctx, settings):
             clock[0] += durations[name]
             return {}
+
         return step
 
     steps = [Step(n, f"step {n}", run(n)) for n in "abc"]
@@ -42,14 +43,14 @@ def test_run_steps_prints_the_estimate_from_the_reference_and_this_run(tmp_path,
     monkeypatch.setattr(eta, "REFERENCE_FILE", reference)
     reference.write_text(json.dumps({"toy": {"cpu": "x", "seconds": {"a": 100, "b": 300}}}))
     lines = []
-    run_steps(steps, Context(out_dir=tmp_path / "run", settings={}, log=lines.append,
-                             preset="toy"))
+    run_steps(steps, Context(out_dir=tmp_path / "run", settings={}, log=lines.append, preset="toy"))
     starts = [line for line in lines if not line.endswith(" s") and "finished" not in line]
     assert starts == [
         "[1/3] step a (about 2 min; the run: about 7 min + 1 step(s) never timed)",
         # a took 2x the reference: b is expected at 2 x 300 s
         "[2/3] step b (about 10 min; the run: about 10 min + 1 step(s) never timed)",
-        "[3/3] step c"]
+        "[3/3] step c",
+    ]
 
     reference_dir = tmp_path / "run"
     written = eta.write_reference(reference_dir, "toy")

@@ -14,13 +14,18 @@ import tf_keras
 from mbert_lib.bench import tflite_latency
 from mbert_lib.export import tflite
 from mbert_lib.finetune.trainer import run_finetuning
-from mbert_lib.pipeline import PRESETS, STEPS
-from mbert_lib.pipeline import steps_export
+from mbert_lib.pipeline import PRESETS, STEPS, steps_export
 from mbert_lib.pipeline.core import RECORD_FILE, Context, PipelineError
 from tests import finetune_fixtures as fx
 
-SETTINGS = {"models": ["tiny"], "precisions": list(tflite.PRECISIONS), "num_threads": 1,
-            "calibration_examples": 32, "calibration_seed": 0, "int8_mask_penalty": 20.0}
+SETTINGS = {
+    "models": ["tiny"],
+    "precisions": list(tflite.PRECISIONS),
+    "num_threads": 1,
+    "calibration_examples": 32,
+    "calibration_seed": 0,
+    "int8_mask_penalty": 20.0,
+}
 
 
 @pytest.fixture(scope="module")
@@ -31,16 +36,23 @@ def finetuned(tmp_path_factory):
     init = fx.save_pretrained(root / "pretrained")
     data_dir = fx.write_sst2(root / "data")
     model_dir = root / "out" / "finetune" / "tiny" / "seed0"
-    done = run_finetuning(fx.experiment(init, data_dir, "trainer.epochs=3"), model_dir, show_progress=False,
-                          log=lambda _: None)
-    result = {"task": "sst2", "source": done["source"],
-              "models": {"tiny": {"status": "done", "seeds": [0],
-                                  "model_dirs": [str(model_dir)]},
-                         "gone": {"status": "missing", "reason": "never ran"}}}
+    done = run_finetuning(
+        fx.experiment(init, data_dir, "trainer.epochs=3"),
+        model_dir,
+        show_progress=False,
+        log=lambda _: None,
+    )
+    result = {
+        "task": "sst2",
+        "source": done["source"],
+        "models": {
+            "tiny": {"status": "done", "seeds": [0], "model_dirs": [str(model_dir)]},
+            "gone": {"status": "missing", "reason": "never ran"},
+        },
+    }
     record = {"step": "finetune", "result": result, "seconds": 1.0, "fingerprint": "x"}
     (root / "out" / "finetune" / RECORD_FILE).write_text(json.dumps(record))
-    ctx = Context(out_dir=root / "out", settings={}, data_dir=str(data_dir),
-                  log=lambda _: None)
+    ctx = Context(out_dir=root / "out", settings={}, data_dir=str(data_dir), log=lambda _: None)
     return ctx, done
 
 
@@ -61,14 +73,15 @@ def test_the_result_has_the_schema_the_report_reads(exported):
         assert set(variant) == {"accuracy", "max_abs_logit_diff", "size_bytes", "path"}
         with open(variant["path"], "rb") as f:
             assert len(f.read()) == variant["size_bytes"]
-    json.dumps(exported)   # a step result is JSON
+    json.dumps(exported)  # a step result is JSON
 
 
 def test_keras_accuracy_is_the_fine_tuning_runs_dev_accuracy(exported, finetuned):
     """Two code paths: the trainer's evaluation of the best epoch, the step's Keras pass."""
     _, done = finetuned
     assert exported["models"]["tiny"]["keras_accuracy"] == pytest.approx(
-        done["eval"]["accuracy"], abs=1e-9)
+        done["eval"]["accuracy"], abs=1e-9
+    )
     assert done["eval"]["accuracy"] > 0.9, "the fixture task is separable"
 
 
@@ -98,7 +111,8 @@ def test_a_precision_that_cannot_be_exported_is_an_error_record(finetuned, monke
     def export(model, path, precision, *args, **kwargs):
         if precision == "float16":
             raise tflite.UnsupportedPrecisionError(
-                "float16", ["tf.Erf"], "'tf.Erf' op is neither a custom op nor a flex op")
+                "float16", ["tf.Erf"], "'tf.Erf' op is neither a custom op nor a flex op"
+            )
         return real(model, path, precision, *args, **kwargs)
 
     monkeypatch.setattr(tflite, "export_tflite", export)
@@ -128,22 +142,41 @@ def test_calibration_sentences_are_a_seeded_sample_without_repeats():
 def test_latency_step_writes_the_bench_records(tmp_path):
     ctx = Context(out_dir=tmp_path, settings={}, log=lambda _: None)
     ctx.step_dir("latency").mkdir()
-    settings = {"models": ["tiny"], "precisions": ["fp32"], "table7": True, "threads": [1],
-                "seq_length": 8, "repeats": 2, "warmup": 1}
+    settings = {
+        "models": ["tiny"],
+        "precisions": ["fp32"],
+        "table7": True,
+        "threads": [1],
+        "seq_length": 8,
+        "repeats": 2,
+        "warmup": 1,
+    }
     result = steps_export.run_latency(ctx, settings)
     records = result["records"]
     with open(result["records_path"], encoding="utf-8") as f:
         assert json.load(f) == records
-    grid = {(r["normalization_type"], r["hidden_act"]) for r in records
-            if r["model"] == "tiny_mobilebert"}
+    grid = {
+        (r["normalization_type"], r["hidden_act"])
+        for r in records
+        if r["model"] == "tiny_mobilebert"
+    }
     assert grid == set(tflite_latency.TABLE7_GRID)
     assert {r["model"] for r in records} == {"tiny_mobilebert", "tiny_bert"}
     for r in records:
-        assert {"model", "normalization_type", "hidden_act", "precision", "threads",
-                "seq_length", "median_ms", "size_bytes"} <= set(r)
+        assert {
+            "model",
+            "normalization_type",
+            "hidden_act",
+            "precision",
+            "threads",
+            "seq_length",
+            "median_ms",
+            "size_bytes",
+        } <= set(r)
         assert r["seq_length"] == 8 and r["median_ms"] > 0 and r["size_bytes"] > 0
-    assert [p.name for p in ctx.step_dir("latency").iterdir()] == ["latency.json"], \
+    assert [p.name for p in ctx.step_dir("latency").iterdir()] == ["latency.json"], (
         "the .tflite files are removed after timing"
+    )
 
 
 def test_steps_follow_finetuning_and_laptop_latency_is_the_papers_setting():

@@ -11,8 +11,19 @@ from mbert_lib.pipeline.core import read_record
 from mbert_lib.report import load_records, models, section_status
 from tests.helpers import strict_json_loads
 
-SECTIONS = ("Machine", "Data and seeds", "Wall time per step", "Table 1: model sizes",
-            "Table 8", "Table 9", "Does each transfer objective", "Fine-tuning", "Table 6", "Table 7", "Latency and size ratios")
+SECTIONS = (
+    "Machine",
+    "Data and seeds",
+    "Wall time per step",
+    "Table 1: model sizes",
+    "Table 8",
+    "Table 9",
+    "Does each transfer objective",
+    "Fine-tuning",
+    "Table 6",
+    "Table 7",
+    "Latency and size ratios",
+)
 
 
 @pytest.mark.slow
@@ -30,25 +41,33 @@ def test_smoke_reproduction_runs_resumes_and_reports(monkeypatch, capsys):
     status = section_status(report)
     for name in SECTIONS:
         assert any(title.startswith(name) for title in status), (name, list(status))
-    for name in ("Machine", "Data and seeds", "Wall time per step", "Table 8", "Table 9",
-                 "Fine-tuning"):
+    for name in (
+        "Machine",
+        "Data and seeds",
+        "Wall time per step",
+        "Table 8",
+        "Table 9",
+        "Fine-tuning",
+    ):
         assert next(s for t, s in status.items() if t.startswith(name)) == "ok", status
     assert "builtin_shuffled" in report and "NOT SST-2" in report
     _transfer_summary(out)
     assert (out / "report" / "report_step_times.png").exists()
     assert main(["reproduce", "--preset", "smoke", "--out", str(out)]) == 0
     second = capsys.readouterr().out
-    summary = second[second.rindex("\nstep "):second.index("optional steps not run: "
-                                                            "distill_seeds")].splitlines()[2:-1]
-    assert summary and all(("skipped (done)" in line) != line.startswith("report ")
-                           for line in summary), summary
+    summary = second[
+        second.rindex("\nstep ") : second.index("optional steps not run: distill_seeds")
+    ].splitlines()[2:-1]
+    assert summary and all(
+        ("skipped (done)" in line) != line.startswith("report ") for line in summary
+    ), summary
     _optional_seeds_step(out, capsys)
 
 
 def _transfer_summary(out):
     """<out>/pkt/transfer.json: strict JSON, one row per student layer, the AT ablation."""
     summary = strict_json_loads((out / "pkt" / "transfer.json").read_text())
-    assert [r["layer"] for r in summary["layers"]] == [0]          # the smoke student: 1 layer
+    assert [r["layer"] for r in summary["layers"]] == [0]  # the smoke student: 1 layer
     row = summary["layers"][0]
     assert row["teacher_layer"] == 1 and 0 < row["max_prob_uniform"] < row["max_prob_after"]
     assert row["at_before"] > 0 and row["mse_before"] > 0
@@ -60,21 +79,38 @@ def _transfer_summary(out):
 def _optional_seeds_step(out, capsys):
     """`--steps distill_seeds,report`: every row of Tables 8 and 9 again with seed 1, nothing else
     re-run; seed 0 is the row's own step; the report's Tables 8/9 average over both."""
-    assert not (out / "distill_seeds").exists()           # a full run leaves it out
-    assert main(["reproduce", "--preset", "smoke", "--out", str(out),
-                 "--steps", "distill_seeds,report"]) == 0
+    assert not (out / "distill_seeds").exists()  # a full run leaves it out
+    assert (
+        main(
+            ["reproduce", "--preset", "smoke", "--out", str(out), "--steps", "distill_seeds,report"]
+        )
+        == 0
+    )
     text = capsys.readouterr().out
-    ran = [line.split()[0] for line in text[text.rindex("\nstep "):].splitlines()[2:-1]
-           if "skipped (done)" not in line]
+    ran = [
+        line.split()[0]
+        for line in text[text.rindex("\nstep ") :].splitlines()[2:-1]
+        if "skipped (done)" not in line
+    ]
     assert ran == ["distill_seeds", "report"], ran
     rows = read_record(out / "distill_seeds")["result"]["rows"]
-    assert set(rows) == {"pkt", "jkt", "akt", "no_transfer", "ablation_copy", "ablation_pd",
-                         "ablation_pd_fmt"}
+    assert set(rows) == {
+        "pkt",
+        "jkt",
+        "akt",
+        "no_transfer",
+        "ablation_copy",
+        "ablation_pd",
+        "ablation_pd_fmt",
+    }
     for step, entry in rows.items():
         assert entry["seeds"] == [0, 1]
-        assert entry["eval"][0] == {k: v for k, v in read_record(out / step)["result"]["eval"]
-                                    .items() if k in entry["eval"][0]}
-        assert entry["train_steps"][0] == entry["train_steps"][1]      # equal compute
+        assert entry["eval"][0] == {
+            k: v
+            for k, v in read_record(out / step)["result"]["eval"].items()
+            if k in entry["eval"][0]
+        }
+        assert entry["train_steps"][0] == entry["train_steps"][1]  # equal compute
         mlm = [e["mlm_accuracy"] for e in entry["eval"]]
         assert entry["mlm_accuracy"]["mean"] == pytest.approx(np.mean(mlm))
         assert entry["mlm_accuracy"]["std"] == pytest.approx(np.std(mlm, ddof=1))

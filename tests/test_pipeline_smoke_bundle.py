@@ -10,9 +10,19 @@ import pytest
 
 from mbert_lib.distill.trainer import load_stage_student, read_run
 from mbert_lib.pipeline import STEPS, ensure, fast_run_dir, make_context, run_steps
-from mbert_lib.pipeline.bundle import (BUNDLE_STEPS, DEFAULT_BUNDLE, MAX_BYTES, BundleError,
-                                       install, read_manifest, shuffle_bytes, sidecar,
-                                       unshuffle_bytes, verify, write_bundle)
+from mbert_lib.pipeline.bundle import (
+    BUNDLE_STEPS,
+    DEFAULT_BUNDLE,
+    MAX_BYTES,
+    BundleError,
+    install,
+    read_manifest,
+    shuffle_bytes,
+    sidecar,
+    unshuffle_bytes,
+    verify,
+    write_bundle,
+)
 from mbert_lib.pipeline.core import read_record, step_fingerprints
 
 
@@ -67,16 +77,18 @@ def test_ensure_installs_every_step_as_it_was_and_trains_nothing(source, bundle,
     assert all(r["skipped"] for r in records), records
     for name in BUNDLE_STEPS:
         before, after = read_record(source.step_dir(name)), read_record(target.step_dir(name))
-        assert after["finished"] == before["finished"]              # the record, not a re-run
-        assert str(source.out_dir.resolve()) not in target.step_dir(name).joinpath(
-            "step.json").read_text()                                 # paths point at the new run
+        assert after["finished"] == before["finished"]  # the record, not a re-run
+        assert (
+            str(source.out_dir.resolve())
+            not in target.step_dir(name).joinpath("step.json").read_text()
+        )  # paths point at the new run
     assert after["result"]["path"].startswith(str(target.out_dir.resolve()))
     teacher = "teacher/model.ckpt.data-00000-of-00001"
     assert (target.out_dir / teacher).read_bytes() == (source.out_dir / teacher).read_bytes()
     assert not (target.step_dir("teacher") / "checkpoints").exists()  # resume state left out
     experiment, stages = read_run(target.step_dir("pkt"))
     config = experiment.student.build_config()
-    for stage in [None, *stages]:                   # every snapshot, read as notebook 05 does
+    for stage in [None, *stages]:  # every snapshot, read as notebook 05 does
         a = load_stage_student(source.step_dir("pkt"), stage, config)
         b = load_stage_student(target.step_dir("pkt"), stage, config)
         assert len(a.weights) == len(b.weights) > 0
@@ -107,7 +119,7 @@ def test_other_data_than_the_bundles_is_refused(source, bundle, tmp_path):
 
 
 def test_a_bundle_of_other_data_is_refused_before_any_step_runs(bundle, tmp_path):
-    path, _ = bundle                                  # made from the builtin corpus
+    path, _ = bundle  # made from the builtin corpus
     target = smoke_context(tmp_path / "run")
     target.data_dir = str(tmp_path / "a_local_copy")  # a run on local data
     with pytest.raises(BundleError, match="trained on builtin data, this run reads local"):
@@ -135,7 +147,7 @@ def test_steps_made_with_other_settings_are_not_installed(source, bundle, tmp_pa
     settings["pkt"]["overrides"]["trainer.seed"] = 7
     target = smoke_context(tmp_path / "run", settings, data_from=source)
     done = install(path, target)
-    assert set(done.installed) == {"teacher", "ablation_pd_fmt"}     # pkt, and transfer after it
+    assert set(done.installed) == {"teacher", "ablation_pd_fmt"}  # pkt, and transfer after it
     assert read_record(target.step_dir("pkt")) is None
 
 
@@ -155,4 +167,4 @@ def test_the_committed_bundle_matches_its_checksum_and_the_laptop_settings(tmp_p
     prints = step_fingerprints(STEPS, make_context("laptop", str(tmp_path), log=quiet))
     assert manifest["steps"] == {name: prints[name] for name in BUNDLE_STEPS}
     assert manifest["data"]["fingerprint"] == prints["data"]
-    assert manifest["data"]["source"] == "local"                     # WikiText-2 + SST-2
+    assert manifest["data"]["source"] == "local"  # WikiText-2 + SST-2

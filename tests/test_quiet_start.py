@@ -6,28 +6,42 @@ import sys
 
 from mbert_lib.runtime import REPO_ROOT
 
-NOTICES = ("oneDNN custom operations", "absl::InitializeLog", "cuda drivers", "cuInit",
-           "cpu_feature_guard")
+NOTICES = (
+    "oneDNN custom operations",
+    "absl::InitializeLog",
+    "cuda drivers",
+    "cuInit",
+    "cpu_feature_guard",
+)
 
 
 def _stderr_of(code: str, **env) -> str:
-    done = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True,
-                          text=True, env={**os.environ, **env}, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     return done.stderr
 
 
 def test_import_and_first_op_are_quiet_but_later_stderr_is_not():
-    err = _stderr_of("import sys, mbert_lib, tensorflow as tf; tf.constant(1) + 1; "
-                     "print('after', file=sys.stderr); sys.stderr.flush(); "
-                     "import os; os.write(2, b'c-level\\n')")
+    err = _stderr_of(
+        "import sys, mbert_lib, tensorflow as tf; tf.constant(1) + 1; "
+        "print('after', file=sys.stderr); sys.stderr.flush(); "
+        "import os; os.write(2, b'c-level\\n')"
+    )
     assert not [n for n in NOTICES if n in err], err
-    assert "after" in err and "c-level" in err            # fd 2 was restored
+    assert "after" in err and "c-level" in err  # fd 2 was restored
 
 
 def test_the_notices_can_be_kept():
-    err = _stderr_of("import mbert_lib, tensorflow as tf; tf.constant(1) + 1",
-                     MBERT_TF_STARTUP_LOGS="1")
+    err = _stderr_of(
+        "import mbert_lib, tensorflow as tf; tf.constant(1) + 1", MBERT_TF_STARTUP_LOGS="1"
+    )
     assert any(n in err for n in NOTICES), err
 
 

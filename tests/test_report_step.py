@@ -1,8 +1,8 @@
 """The pipeline's `report` step on a fixture run: where it writes, figure links, publishing."""
 
 from mbert_lib.pipeline import STEPS, steps_report
-from mbert_lib.pipeline.registry import get_pipeline_preset
 from mbert_lib.pipeline.core import Context, run_steps
+from mbert_lib.pipeline.registry import get_pipeline_preset
 from tests.report_fixtures import make_run
 
 
@@ -26,12 +26,12 @@ def test_report_step_writes_under_out_and_publishes_for_laptop(tmp_path, monkeyp
     assert result["sections"]["Table 6: accuracy per TFLite precision"] == "not run"
     assert any("not run yet" in line and "Table 6" in line for line in log)
 
-    result = _run(out, publish=True, log=log)       # another --out: the repository's stays
+    result = _run(out, publish=True, log=log)  # another --out: the repository's stays
     assert result["published"] is None and not repo.exists()
 
     monkeypatch.setattr("mbert_lib.pipeline.core.DEFAULT_OUT", tmp_path)
     (tmp_path / "laptop").symlink_to(out)
-    result = _run(out, publish=True, log=log)                  # a rerun step: runs again
+    result = _run(out, publish=True, log=log)  # a rerun step: runs again
     published = (repo / "results" / "REPORT.md").read_text(encoding="utf-8")
     assert result["published"] == str(repo / "results" / "REPORT.md")
     assert "](../figures/report_step_times.png)" in published

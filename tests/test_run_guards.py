@@ -40,21 +40,28 @@ def test_a_new_directory_and_an_unchanged_run_pass(tmp_path):
 
 def test_a_finished_run_refuses_other_training_settings_and_names_them(tmp_path):
     record_experiment(_lr(1e-3), tmp_path)
-    with pytest.raises(ValueError, match=r"finished run of other settings .*"
-                                         r"changed: \['trainer.learning_rate.peak'\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"finished run of other settings .*"
+        r"changed: \['trainer.learning_rate.peak'\]",
+    ):
         check_same_run(_lr(2e-3), tmp_path, finished=True, fixed=_fixed_model)
     logged = tiny_experiment("trainer.learning_rate.peak=1e-3,trainer.log_interval=7")
-    check_same_run(logged, tmp_path, finished=True, fixed=_fixed_model)   # not a trained setting
+    check_same_run(logged, tmp_path, finished=True, fixed=_fixed_model)  # not a trained setting
 
 
 def test_an_unfinished_run_with_checkpoints_keeps_its_fixed_settings(tmp_path):
     record_experiment(_lr(1e-3), tmp_path)
     (tmp_path / "checkpoints").mkdir()
     (tmp_path / "checkpoints" / "ckpt-4.index").write_bytes(b"")
-    other_model = tiny_experiment("trainer.learning_rate.peak=1e-3,"
-                                  "model.overrides.num_hidden_layers=3")
-    with pytest.raises(ValueError, match=r"unfinished run of other settings .*"
-                                         r"model.overrides.num_hidden_layers.*own settings"):
+    other_model = tiny_experiment(
+        "trainer.learning_rate.peak=1e-3,model.overrides.num_hidden_layers=3"
+    )
+    with pytest.raises(
+        ValueError,
+        match=r"unfinished run of other settings .*"
+        r"model.overrides.num_hidden_layers.*own settings",
+    ):
         check_same_run(other_model, tmp_path, finished=False, fixed=_fixed_model)
     notes = []
     check_same_run(_lr(2e-3), tmp_path, finished=False, fixed=_fixed_model, log=notes.append)
@@ -80,33 +87,44 @@ def test_an_unreadable_record_is_named(tmp_path):
 # ------------------------------------------------------------ one writer per directory
 def _refused_while_held(directory, train):
     with lock_held_by_another_process(directory) as pid:
-        with pytest.raises(RunLockedError, match=rf"in use by another run \(pid {pid} on .*"
-                                                 r"--model_dir"):
+        with pytest.raises(
+            RunLockedError,
+            match=rf"in use by another run \(pid {pid} on .*"
+            r"--model_dir",
+        ):
             train()
-    assert sorted(os.listdir(directory)) == [".lock"]     # nothing of its own written
+    assert sorted(os.listdir(directory)) == [".lock"]  # nothing of its own written
 
 
 def test_pretraining_into_a_directory_in_use_is_refused(tmp_path):
-    _refused_while_held(tmp_path, lambda: run_pretraining(
-        tiny_experiment("trainer.train_steps=2"), tmp_path, **QUIET))
+    _refused_while_held(
+        tmp_path,
+        lambda: run_pretraining(tiny_experiment("trainer.train_steps=2"), tmp_path, **QUIET),
+    )
 
 
 def test_distillation_into_a_directory_in_use_is_refused(tmp_path):
-    experiment = tiny_distill_experiment("student.overrides.num_hidden_layers=1,"
-                                         "distillation.transfer_teacher_layers=[1]")
+    experiment = tiny_distill_experiment(
+        "student.overrides.num_hidden_layers=1,distillation.transfer_teacher_layers=[1]"
+    )
     teacher = make_teacher_dir(tmp_path / "teacher", experiment)
     (tmp_path / "student").mkdir()
-    _refused_while_held(tmp_path / "student",
-                        lambda: run_distillation(experiment, teacher, tmp_path / "student",
-                                                 **QUIET))
+    _refused_while_held(
+        tmp_path / "student",
+        lambda: run_distillation(experiment, teacher, tmp_path / "student", **QUIET),
+    )
 
 
 def test_finetuning_into_a_directory_in_use_is_refused(tmp_path):
     pretrained = finetune_fixtures.save_pretrained(tmp_path / "pretrained")
     data = finetune_fixtures.write_sst2(tmp_path / "data")
     (tmp_path / "ft").mkdir()
-    _refused_while_held(tmp_path / "ft", lambda: run_finetuning(
-        finetune_fixtures.experiment(pretrained, data), tmp_path / "ft", **QUIET))
+    _refused_while_held(
+        tmp_path / "ft",
+        lambda: run_finetuning(
+            finetune_fixtures.experiment(pretrained, data), tmp_path / "ft", **QUIET
+        ),
+    )
 
 
 # ------------------------------------------------------------ a failed save
@@ -117,12 +135,12 @@ def test_a_checkpoint_save_that_fails_leaves_no_temporary_files(tmp_path, monkey
     checkpoint.save(1)
     before = sorted(os.listdir(tmp_path))
 
-    def disk_full(*args, **kwargs):    # where a full disk stops TensorFlow's two-phase save
+    def disk_full(*args, **kwargs):  # where a full disk stops TensorFlow's two-phase save
         raise tf.errors.ResourceExhaustedError(None, None, "No space left on device")
 
     monkeypatch.setattr(functional_saver.gen_io_ops, "merge_v2_checkpoints", disk_full)
     with pytest.raises(tf.errors.ResourceExhaustedError):
         checkpoint.save(2)
-    assert sorted(os.listdir(tmp_path)) == before        # no ckpt-2_temp/, no ckpt-2.*
+    assert sorted(os.listdir(tmp_path)) == before  # no ckpt-2_temp/, no ckpt-2.*
     monkeypatch.undo()
     assert checkpoint.save(3).endswith("ckpt-3")

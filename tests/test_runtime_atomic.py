@@ -17,10 +17,18 @@ def env(monkeypatch, tmp_path):
     return monkeypatch
 
 
-@pytest.mark.parametrize("value, fast", [
-    (None, False), ("", False), ("0", False), ("1", True), ("true", True), (" TRUE ", True),
-    ("false", False),
-])
+@pytest.mark.parametrize(
+    "value, fast",
+    [
+        (None, False),
+        ("", False),
+        ("0", False),
+        ("1", True),
+        ("true", True),
+        (" TRUE ", True),
+        ("false", False),
+    ],
+)
 def test_fast_mode_parsing(env, value, fast):
     if value is not None:
         env.setenv("MBERT_FAST", value)
@@ -113,5 +121,5 @@ def test_stopwatch_prints_the_blocks_wall_time(capsys, monkeypatch):
 
 def test_stopwatch_prints_nothing_when_the_block_fails(capsys):
     with pytest.raises(ZeroDivisionError), runtime.stopwatch("exercise 2"):
-        1 / 0
+        _ = 1 / 0
     assert capsys.readouterr().out == ""

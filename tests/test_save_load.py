@@ -4,9 +4,15 @@ import numpy as np
 import pytest
 import tf_keras
 
-from mbert_lib.models import (Classifier, MobileBertEncoder, Pretrainer, build_classifier,
-                              build_encoder, build_pretrainer)
-from tests.helpers import randomize_affine_weights, random_inputs, small_config
+from mbert_lib.models import (
+    Classifier,
+    MobileBertEncoder,
+    Pretrainer,
+    build_classifier,
+    build_encoder,
+    build_pretrainer,
+)
+from tests.helpers import random_inputs, randomize_affine_weights, small_config
 
 CONFIG = small_config("tiny_student", num_hidden_layers=1, classifier_activation=True)
 

@@ -19,7 +19,7 @@ def test_difference_of_two_means_and_its_standard_error():
 def test_difference_of_gains_counts_the_shared_row_twice():
     rng = np.random.default_rng(0)
     rows = {k: list(rng.normal(size=3)) for k in "abc"}
-    d, se = contrast({"a": 1, "b": -2, "c": 1}, rows)          # (c − b) − (b − a)
+    d, se = contrast({"a": 1, "b": -2, "c": 1}, rows)  # (c − b) − (b − a)
     means = {k: np.mean(v) for k, v in rows.items()}
     assert d == pytest.approx((means["c"] - means["b"]) - (means["b"] - means["a"]))
     var = {k: np.var(v, ddof=1) / 3 for k, v in rows.items()}
@@ -40,11 +40,15 @@ def _row(mlm, dev):
 
 def test_findings_table_marks_a_finding_reproduced_only_when_every_comparison_is_shown():
     base = [0.100, 0.101, 0.099]
-    rows = {"no_transfer": _row(base, base), "ablation_copy": _row(base, base),
-            "ablation_pd": _row([0.110, 0.111, 0.109], base),           # PD +1 point on MLM
-            "ablation_pd_fmt": _row([0.150, 0.151, 0.149], base),       # FMT +4
-            "pkt": _row([0.152, 0.153, 0.151], base),                   # AT +0.2
-            "jkt": _row([0.140, 0.141, 0.139], base), "akt": _row([0.145, 0.146, 0.144], base)}
+    rows = {
+        "no_transfer": _row(base, base),
+        "ablation_copy": _row(base, base),
+        "ablation_pd": _row([0.110, 0.111, 0.109], base),  # PD +1 point on MLM
+        "ablation_pd_fmt": _row([0.150, 0.151, 0.149], base),  # FMT +4
+        "pkt": _row([0.152, 0.153, 0.151], base),  # AT +0.2
+        "jkt": _row([0.140, 0.141, 0.139], base),
+        "akt": _row([0.145, 0.146, 0.144], base),
+    }
     table = findings_table(rows).set_index("comparison")
     mlm = "held-out MLM acc"
     assert table.loc["FMT's gain − PD's", f"{mlm}: ours (points)"] == pytest.approx(3.0)

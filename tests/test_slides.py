@@ -12,9 +12,11 @@ NOTEBOOKS = sorted((REPO_ROOT / "notebooks").glob("0*.ipynb"))
 
 def _headers(notebook):
     cells = json.loads(notebook.read_text())["cells"]
-    return [(c["metadata"].get("slideshow", {}).get("slide_type"), "".join(c["source"]))
-            for c in cells if c["cell_type"] == "markdown"
-            and re.match(r"#{1,2} ", "".join(c["source"]))]
+    return [
+        (c["metadata"].get("slideshow", {}).get("slide_type"), "".join(c["source"]))
+        for c in cells
+        if c["cell_type"] == "markdown" and re.match(r"#{1,2} ", "".join(c["source"]))
+    ]
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[n.name for n in NOTEBOOKS])

@@ -7,16 +7,26 @@ matplotlib.use("Agg")
 
 import pytest  # noqa: E402
 
-from mbert_lib.bench import hardware  # noqa: E402
 from mbert_lib import tables  # noqa: E402
+from mbert_lib.bench import hardware  # noqa: E402
 from mbert_lib.viz import tflite as tflite_viz  # noqa: E402
 
 
 def _record(model, norm, act, precision, threads, ms, size, params):
-    return {"model": model, "normalization_type": norm, "hidden_act": act,
-            "precision": precision, "threads": threads, "seq_length": 128, "median_ms": ms,
-            "min_ms": ms * 0.9, "repeats": 20, "size_bytes": size, "params": params,
-            "op_counts": {"FULLY_CONNECTED": 10}}
+    return {
+        "model": model,
+        "normalization_type": norm,
+        "hidden_act": act,
+        "precision": precision,
+        "threads": threads,
+        "seq_length": 128,
+        "median_ms": ms,
+        "min_ms": ms * 0.9,
+        "repeats": 20,
+        "size_bytes": size,
+        "params": params,
+        "op_counts": {"FULLY_CONNECTED": 10},
+    }
 
 
 RECORDS = [
@@ -37,11 +47,17 @@ def test_targets_are_checked_on_the_measured_ratios():
     assert df.loc["BERT_BASE fp32 / fastest MobileBERT variant", "ours"] == pytest.approx(6.0)
     assert df.loc["BERT_BASE / MobileBERT file size", "ours"] == pytest.approx(4.4)
     assert df.met.all()
-    slow = [dict(r, median_ms=50.0) if r["model"] == "mobilebert" and r["precision"] == "fp32"
-            and r["normalization_type"] == "no_norm" else r for r in RECORDS]
+    slow = [
+        dict(r, median_ms=50.0)
+        if r["model"] == "mobilebert"
+        and r["precision"] == "fp32"
+        and r["normalization_type"] == "no_norm"
+        else r
+        for r in RECORDS
+    ]
     df = tables.targets(slow, threads=2).set_index("quantity")
     assert not df.loc["MobileBERT fp32 latency (ms)", "met"]
-    assert not df.loc["BERT_BASE / MobileBERT latency, fp32", "met"]   # 3.6 < 4.5
+    assert not df.loc["BERT_BASE / MobileBERT latency, fp32", "met"]  # 3.6 < 4.5
     with pytest.raises(ValueError, match="with 1 threads"):
         tables.targets(RECORDS, threads=1)
 
@@ -62,19 +78,37 @@ def test_size_table_uses_each_models_own_architecture():
 
 
 def test_table6_rows_and_error_rows():
-    result = {"task": "sst2", "source": "local", "seq_length": 64, "models": {"pkt": {
-        "keras_accuracy": 0.80, "variants": {
-            "fp32": {"accuracy": 0.80, "max_abs_logit_diff": 1e-6, "size_bytes": 4e6,
-                     "path": "a"},
-            "int8": {"accuracy": 0.75, "max_abs_logit_diff": 0.3, "size_bytes": 1e6,
-                     "path": "b"},
-            "float16": {"error": "cannot export precision 'float16': blocked by tf.Erf"}}}}}
+    result = {
+        "task": "sst2",
+        "source": "local",
+        "seq_length": 64,
+        "models": {
+            "pkt": {
+                "keras_accuracy": 0.80,
+                "variants": {
+                    "fp32": {
+                        "accuracy": 0.80,
+                        "max_abs_logit_diff": 1e-6,
+                        "size_bytes": 4e6,
+                        "path": "a",
+                    },
+                    "int8": {
+                        "accuracy": 0.75,
+                        "max_abs_logit_diff": 0.3,
+                        "size_bytes": 1e6,
+                        "path": "b",
+                    },
+                    "float16": {"error": "cannot export precision 'float16': blocked by tf.Erf"},
+                },
+            }
+        },
+    }
     df = tables.table6(result).set_index("precision")
     assert df.loc["int8", "Δ vs Keras (points)"] == pytest.approx(-5.0)
     assert df.loc["int8", "× smaller than fp32"] == pytest.approx(4.0)
     assert "tf.Erf" in df.loc["float16", "error"]
-    fig = tflite_viz.plot_table6(result)     # draws an error variant without failing
-    assert fig.axes[0].get_ylim()[0] == 0                # accuracy bars start at zero
+    fig = tflite_viz.plot_table6(result)  # draws an error variant without failing
+    assert fig.axes[0].get_ylim()[0] == 0  # accuracy bars start at zero
 
 
 def test_figures_draw_from_records(tmp_path):

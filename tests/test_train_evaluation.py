@@ -27,10 +27,15 @@ def arrays(num_examples=20, seed=3):
 def test_evaluate_pretrainer_matches_numpy():
     model = build_pretrainer(tiny_config())
     data = arrays()
-    metrics = evaluate_pretrainer(model, data, batch_size=7)           # 3 batches, last partial
-    out = model({k: data[k] for k in ("input_word_ids", "input_mask", "input_type_ids",
-                                      "masked_lm_positions")}, training=False)
-    mlm = out["mlm_logits"].numpy().astype(np.float64)                 # [n, P, V]
+    metrics = evaluate_pretrainer(model, data, batch_size=7)  # 3 batches, last partial
+    out = model(
+        {
+            k: data[k]
+            for k in ("input_word_ids", "input_mask", "input_type_ids", "masked_lm_positions")
+        },
+        training=False,
+    )
+    mlm = out["mlm_logits"].numpy().astype(np.float64)  # [n, P, V]
     log_p = mlm - np.log(np.exp(mlm).sum(-1, keepdims=True))
     ids, w = data["masked_lm_ids"], data["masked_lm_weights"]
     ce = -np.take_along_axis(log_p, ids[..., None], -1)[..., 0]
@@ -39,7 +44,8 @@ def test_evaluate_pretrainer_matches_numpy():
     assert metrics["mlm_accuracy"] == pytest.approx(((mlm.argmax(-1) == ids) * w).sum() / w.sum())
     nsp = out["nsp_logits"].numpy()
     assert metrics["nsp_accuracy"] == pytest.approx(
-        np.mean(nsp.argmax(-1) == data["next_sentence_labels"]))
+        np.mean(nsp.argmax(-1) == data["next_sentence_labels"])
+    )
     assert metrics["examples"] == 20
 
 
@@ -58,8 +64,10 @@ def test_fill_masks_lists_every_target():
 @pytest.fixture(scope="module")
 def finished_run(tmp_path_factory):
     model_dir = str(tmp_path_factory.mktemp("run"))
-    experiment = tiny_experiment("trainer.train_steps=6,trainer.checkpoint_interval=3,"
-                                 "trainer.eval_interval=6,trainer.learning_rate.decay_steps=100")
+    experiment = tiny_experiment(
+        "trainer.train_steps=6,trainer.checkpoint_interval=3,"
+        "trainer.eval_interval=6,trainer.learning_rate.decay_steps=100"
+    )
     run_pretraining(experiment, model_dir, show_progress=False, log=lambda _: None)
     return model_dir
 
@@ -107,8 +115,11 @@ def test_pretraining_compute_counts_the_built_heads():
     # output layer against the [V, E] table and the [V, H - E] extra weights.
     P = experiment.data.max_predictions_per_seq
     head = model.masked_lm
-    macs = sum(int(tf.size(w)) for w in head.weights
-               if w.name.endswith(("transform/kernel:0", "extra_output_weights:0")))
+    macs = sum(
+        int(tf.size(w))
+        for w in head.weights
+        if w.name.endswith(("transform/kernel:0", "extra_output_weights:0"))
+    )
     macs += config.vocab_size * config.embedding_size
     forward = flops(config, experiment.data.seq_length) + 2 * P * macs
     assert compute["forward_flops_per_sequence"] == forward

@@ -18,8 +18,13 @@ def setup(jit_compile=False, schedule=None, seed=0):
     model = mbert_lib.build_pretrainer(tiny_config())
     optimizer = Lamb(schedule or 1e-2, global_clipnorm=1.0)
     optimizer.build(model.trainable_variables)
-    step = make_train_step(tf.distribute.get_strategy(), PretrainingObjective(model), optimizer,
-                           model.trainable_variables, jit_compile=jit_compile)
+    step = make_train_step(
+        tf.distribute.get_strategy(),
+        PretrainingObjective(model),
+        optimizer,
+        model.trainable_variables,
+        jit_compile=jit_compile,
+    )
     return model, optimizer, step
 
 
@@ -43,8 +48,9 @@ def test_grad_norm_is_the_global_norm_before_clipping():
     with tf.GradientTape() as tape:
         loss, _ = objective.loss(batch, objective.denominators(batch), training=False)
     grads = tape.gradient(loss, model.trainable_variables)
-    want = np.sqrt(sum(np.sum(tf.convert_to_tensor(g).numpy().astype(np.float64) ** 2)
-                       for g in grads))
+    want = np.sqrt(
+        sum(np.sum(tf.convert_to_tensor(g).numpy().astype(np.float64) ** 2) for g in grads)
+    )
     got = float(step(iter([batch]))["grad_norm"])
     assert got == pytest.approx(want, rel=1e-4)
     assert got > 1.0  # so clipping to 1.0 was active
@@ -77,8 +83,12 @@ def test_bfloat16_step_runs_with_float32_variables_and_loss():
         assert model(model_inputs(batch))["mlm_logits"].dtype == tf.bfloat16
         optimizer = Lamb(1e-2, global_clipnorm=1.0)
         optimizer.build(model.trainable_variables)
-        step = make_train_step(tf.distribute.get_strategy(), PretrainingObjective(model),
-                               optimizer, model.trainable_variables)
+        step = make_train_step(
+            tf.distribute.get_strategy(),
+            PretrainingObjective(model),
+            optimizer,
+            model.trainable_variables,
+        )
         out = step(iter([batch]))
     assert tf_keras.mixed_precision.global_policy().name == "float32"  # restored
     assert out["loss"].dtype == tf.float32 and np.isfinite(float(out["loss"]))

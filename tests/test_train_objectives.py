@@ -26,7 +26,7 @@ def model_and_batch():
     batch = next(iter(tiny_batches()))
     # Uneven predictions per example: drop the 2nd and 3rd slots of the last rows.
     weights = batch["masked_lm_weights"].numpy()
-    weights[BATCH // 2:, 1:] = 0.0
+    weights[BATCH // 2 :, 1:] = 0.0
     batch = {**batch, "masked_lm_weights": tf.constant(weights)}
     return model, batch
 
@@ -37,8 +37,9 @@ def test_loss_is_weighted_mlm_mean_plus_nsp_mean(model_and_batch):
     mlm_ce = np_cross_entropy(out["mlm_logits"].numpy(), batch["masked_lm_ids"].numpy())
     w = batch["masked_lm_weights"].numpy()
     want_mlm = (mlm_ce * w).sum() / w.sum()
-    want_nsp = np_cross_entropy(out["nsp_logits"].numpy(),
-                                batch["next_sentence_labels"].numpy()).mean()
+    want_nsp = np_cross_entropy(
+        out["nsp_logits"].numpy(), batch["next_sentence_labels"].numpy()
+    ).mean()
     objective = PretrainingObjective(model)
     loss, metrics = objective.loss(batch, objective.denominators(batch), training=False)
     assert float(metrics["mlm_loss"]) == pytest.approx(want_mlm, rel=1e-5)
@@ -53,8 +54,10 @@ def test_replica_shares_sum_to_the_global_loss(model_and_batch):
     model, batch = model_and_batch
     objective = PretrainingObjective(model)
     full, _ = objective.loss(batch, objective.denominators(batch), training=False)
-    halves = [{k: v[:BATCH // 2] for k, v in batch.items()},
-              {k: v[BATCH // 2:] for k, v in batch.items()}]
+    halves = [
+        {k: v[: BATCH // 2] for k, v in batch.items()},
+        {k: v[BATCH // 2 :] for k, v in batch.items()},
+    ]
     local = [objective.denominators(h) for h in halves]
     total = {k: local[0][k] + local[1][k] for k in local[0]}
     shares = [float(objective.loss(h, total, training=False)[0]) for h in halves]
@@ -89,8 +92,13 @@ def test_synthetic_batches_follow_the_contract_and_the_seed():
     spec = tiny_batches().element_spec
     assert set(spec) == set(BATCH_KEYS)
     for key, s in spec.items():
-        want = [BATCH] + ([] if key == "next_sentence_labels" else
-                          [SEQ] if key.startswith("input") else [PREDICTIONS])
+        want = [BATCH] + (
+            []
+            if key == "next_sentence_labels"
+            else [SEQ]
+            if key.startswith("input")
+            else [PREDICTIONS]
+        )
         assert s.shape.as_list() == want, key
         assert s.dtype == (tf.float32 if key == "masked_lm_weights" else tf.int32), key
     first = [{k: v.numpy() for k, v in b.items()} for b in tiny_batches(32, seed=3)]
@@ -118,9 +126,9 @@ def test_synthetic_examples_are_what_the_docstring_says():
         restored[positions] = b["masked_lm_ids"][row, :n]
         words = restored[(restored >= 4) & (mask[row] == 1)]
         seps = np.flatnonzero(restored[:length] == SEP)
-        a, bb = restored[1:seps[0]], restored[seps[0] + 1:seps[1]]
-        assert (np.diff(a) % (VOCAB - 4) == 1).all()            # counting within A
-        assert (np.diff(bb) % (VOCAB - 4) == 1).all()           # and within B
+        a, bb = restored[1 : seps[0]], restored[seps[0] + 1 : seps[1]]
+        assert (np.diff(a) % (VOCAB - 4) == 1).all()  # counting within A
+        assert (np.diff(bb) % (VOCAB - 4) == 1).all()  # and within B
         continues = (bb[0] - a[-1]) % (VOCAB - 4) == 1
-        assert continues or labels[row] == 1                     # label 0 => B continues A
+        assert continues or labels[row] == 1  # label 0 => B continues A
         assert len(words) == length - 3

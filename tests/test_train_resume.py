@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from mbert_lib.checkpoints import load_pretrainer
 from mbert_lib.train import progress
 from mbert_lib.train.checkpointing import DONE_FILE, read_done
-from mbert_lib.checkpoints import load_pretrainer
 from mbert_lib.train.pretrain import run_pretraining
 from mbert_lib.train.pretrain_data import PretrainingData, build_pretraining_datasets
 from tests.train_fixtures import tiny_experiment
@@ -63,8 +63,9 @@ def test_finished_run_is_not_redone(straight):
     weights = os.path.join(straight, "model.ckpt.index")
     before = os.stat(weights).st_mtime_ns
     messages = []
-    record = run_pretraining(tiny_experiment(RUN), straight, show_progress=False,
-                             log=messages.append)
+    record = run_pretraining(
+        tiny_experiment(RUN), straight, show_progress=False, log=messages.append
+    )
     assert messages and messages[0].startswith("already done")
     assert record == read_done(straight)
     assert os.stat(weights).st_mtime_ns == before
@@ -72,11 +73,20 @@ def test_finished_run_is_not_redone(straight):
 
 def test_run_leaves_checkpoints_export_tokenizer_and_eval(straight):
     names = set(os.listdir(straight))
-    assert {"bert_config.json", "model.ckpt.index", "vocab.txt", "experiment.yaml",
-            DONE_FILE, "checkpoints", "tensorboard"} <= names
+    assert {
+        "bert_config.json",
+        "model.ckpt.index",
+        "vocab.txt",
+        "experiment.yaml",
+        DONE_FILE,
+        "checkpoints",
+        "tensorboard",
+    } <= names
     checkpoints = tf.train.get_checkpoint_state(os.path.join(straight, "checkpoints"))
     assert [os.path.basename(p) for p in checkpoints.all_model_checkpoint_paths] == [
-        "ckpt-4", "ckpt-8"]
+        "ckpt-4",
+        "ckpt-8",
+    ]
     metrics = read_done(straight)["eval"]
     assert {"mlm_accuracy", "nsp_accuracy", "perplexity"} <= set(metrics)
     assert metrics["perplexity"] == pytest.approx(np.exp(metrics["mlm_loss"]))
@@ -92,24 +102,36 @@ def test_tensorboard_has_the_scalars(straight):
             for event in tf.compat.v1.train.summary_iterator(os.path.join(directory, name)):
                 found |= {v.tag for v in event.summary.value}
         return found
-    assert {"loss", "mlm_loss", "nsp_loss", "learning_rate", "grad_norm",
-            "tokens_per_second"} <= tags("train")
+
+    assert {
+        "loss",
+        "mlm_loss",
+        "nsp_loss",
+        "learning_rate",
+        "grad_norm",
+        "tokens_per_second",
+    } <= tags("train")
     assert {"mlm_accuracy", "nsp_accuracy", "perplexity"} <= tags("eval")
 
 
 def test_a_different_model_in_the_same_model_dir_is_refused(straight):
     changed = tiny_experiment(RUN + ",trainer.train_steps=12,model.overrides.num_hidden_layers=2")
-    with pytest.raises(ValueError, match=r"holds an unfinished run of other settings .*"
-                                         r"changed: \['model.overrides.num_hidden_layers'\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"holds an unfinished run of other settings .*"
+        r"changed: \['model.overrides.num_hidden_layers'\]",
+    ):
         run_pretraining(changed, straight, show_progress=False, log=lambda _: None)
 
 
 def test_exported_model_must_match_its_config(straight, tmp_path):
     import shutil
+
     copy = tmp_path / "copy"
     shutil.copytree(straight, copy)
     tiny_experiment().model.build_config().replace(num_hidden_layers=2).to_json_file(
-        copy / "bert_config.json")
+        copy / "bert_config.json"
+    )
     with pytest.raises(ValueError, match="do not match the config"):
         load_pretrainer(copy)
     (tmp_path / "empty").mkdir()
@@ -121,10 +143,21 @@ def test_a_finished_run_asked_with_other_training_settings_is_refused(straight):
     """A finished directory holds the run its experiment.yaml describes: asked again with
     another learning rate it says so; with another log interval it is simply done."""
     messages = []
-    run_pretraining(tiny_experiment(RUN + ",trainer.log_interval=3"), straight,
-                    show_progress=False, log=messages.append)
+    run_pretraining(
+        tiny_experiment(RUN + ",trainer.log_interval=3"),
+        straight,
+        show_progress=False,
+        log=messages.append,
+    )
     assert messages[0].startswith("already done")
-    with pytest.raises(ValueError, match=r"finished run of other settings .*changed: "
-                                         r"\['trainer.learning_rate.peak'\]"):
-        run_pretraining(tiny_experiment(RUN + ",trainer.learning_rate.peak=0.5"),
-                        straight, show_progress=False, log=lambda _: None)
+    with pytest.raises(
+        ValueError,
+        match=r"finished run of other settings .*changed: "
+        r"\['trainer.learning_rate.peak'\]",
+    ):
+        run_pretraining(
+            tiny_experiment(RUN + ",trainer.learning_rate.peak=0.5"),
+            straight,
+            show_progress=False,
+            log=lambda _: None,
+        )

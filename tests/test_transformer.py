@@ -11,23 +11,53 @@ MASK = np.array([[1] * T, [1] * (T - 2) + [0] * 2], np.int32)
 
 # name -> (block arguments, expected kernel widths (query in, value in, attention width))
 VARIANTS = {
-    "mobilebert": (dict(intra_bottleneck_size=16, key_query_shared_bottleneck=True,
-                        num_feedforward_networks=4), (16, H, 16)),
-    "mobilebert_tiny": (dict(intra_bottleneck_size=16, key_query_shared_bottleneck=False,
-                             use_bottleneck_attention=True, num_feedforward_networks=2),
-                        (16, 16, 16)),
-    "ibbert_teacher": (dict(intra_bottleneck_size=64, key_query_shared_bottleneck=False,
-                            normalization_type="layer_norm", hidden_act="gelu",
-                            num_feedforward_networks=1), (H, H, 64)),
-    "bert": (dict(use_bottleneck=False, key_query_shared_bottleneck=False,
-                  normalization_type="layer_norm", hidden_act="gelu",
-                  num_feedforward_networks=1, intra_bottleneck_size=H), (H, H, H)),
+    "mobilebert": (
+        dict(
+            intra_bottleneck_size=16, key_query_shared_bottleneck=True, num_feedforward_networks=4
+        ),
+        (16, H, 16),
+    ),
+    "mobilebert_tiny": (
+        dict(
+            intra_bottleneck_size=16,
+            key_query_shared_bottleneck=False,
+            use_bottleneck_attention=True,
+            num_feedforward_networks=2,
+        ),
+        (16, 16, 16),
+    ),
+    "ibbert_teacher": (
+        dict(
+            intra_bottleneck_size=64,
+            key_query_shared_bottleneck=False,
+            normalization_type="layer_norm",
+            hidden_act="gelu",
+            num_feedforward_networks=1,
+        ),
+        (H, H, 64),
+    ),
+    "bert": (
+        dict(
+            use_bottleneck=False,
+            key_query_shared_bottleneck=False,
+            normalization_type="layer_norm",
+            hidden_act="gelu",
+            num_feedforward_networks=1,
+            intra_bottleneck_size=H,
+        ),
+        (H, H, H),
+    ),
 }
 
 
 def _block(variant, **changes):
-    kwargs = dict(hidden_size=H, intermediate_size=24, num_attention_heads=N,
-                  attention_probs_dropout_prob=0.0, hidden_dropout_prob=0.0)
+    kwargs = dict(
+        hidden_size=H,
+        intermediate_size=24,
+        num_attention_heads=N,
+        attention_probs_dropout_prob=0.0,
+        hidden_dropout_prob=0.0,
+    )
     layer = MobileBertTransformer(**{**kwargs, **VARIANTS[variant][0], **changes})
     layer(_x(), MASK)
     randomize_affine_weights(layer)
@@ -87,12 +117,13 @@ def test_attention_residual_is_the_input_bottleneck():
 
 def test_values_come_from_the_wide_input_in_mobilebert():
     """Changing x along a direction the Q/K bottleneck cannot see still changes the output."""
-    layer = _block("mobilebert", intra_bottleneck_size=8)              # 2h < H
+    layer = _block("mobilebert", intra_bottleneck_size=8)  # 2h < H
     x = _x(4)
     _, probs = layer(x, MASK)
-    seen = np.concatenate([layer.bottleneck_attention.kernel.numpy(),
-                           layer.bottleneck_input.kernel.numpy()], 1)  # [H, 2h]
-    null = np.linalg.svd(seen.T)[2][-1]                                # unseen by Q, K and a
+    seen = np.concatenate(
+        [layer.bottleneck_attention.kernel.numpy(), layer.bottleneck_input.kernel.numpy()], 1
+    )  # [H, 2h]
+    null = np.linalg.svd(seen.T)[2][-1]  # unseen by Q, K and a
     assert np.abs(null @ seen).max() < 1e-5
     x2 = x + 5.0 * null.astype(np.float32)
     y2, probs2 = layer(x2, MASK)
@@ -103,8 +134,9 @@ def test_values_come_from_the_wide_input_in_mobilebert():
 def test_no_hidden_dropout_inside_a_bottleneck_block():
     layer = _block("mobilebert", hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
     x = _x(5)
-    np.testing.assert_array_equal(layer(x, MASK, training=True)[0].numpy(),
-                                  layer(x, MASK, training=False)[0].numpy())
+    np.testing.assert_array_equal(
+        layer(x, MASK, training=True)[0].numpy(), layer(x, MASK, training=False)[0].numpy()
+    )
 
 
 @pytest.mark.parametrize("variant", ["mobilebert", "bert"])
@@ -121,14 +153,15 @@ def test_width_not_divisible_by_heads_raises():
         MobileBertTransformer(hidden_size=H, intra_bottleneck_size=18, num_attention_heads=N)
 
 
-@pytest.mark.parametrize("preset", ["mobilebert", "mobilebert_tiny", "ibbert_large",
-                                    "bert_base", "tiny_student", "tiny_teacher"])
+@pytest.mark.parametrize(
+    "preset",
+    ["mobilebert", "mobilebert_tiny", "ibbert_large", "bert_base", "tiny_student", "tiny_teacher"],
+)
 def test_block_kwargs_copy_the_config(preset):
     config = small_config(preset)
     kwargs = block_kwargs(config)
     assert all(kwargs[k] == getattr(config, k) for k in kwargs)
-    assert set(kwargs) == set(MobileBertTransformer().get_config()) - {
-        "name", "trainable", "dtype"}
+    assert set(kwargs) == set(MobileBertTransformer().get_config()) - {"name", "trainable", "dtype"}
 
 
 @pytest.mark.parametrize("variant", sorted(VARIANTS))

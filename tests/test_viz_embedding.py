@@ -12,9 +12,9 @@ def test_window_map_against_the_definition():
     expected = np.full((T, T + 2), -1)
     for t in range(T):
         # Column j holds input position j − 1 (column 0 and T + 1: the zero vectors).
-        expected[t, t + 2] = 0      # e_{t+1}
-        expected[t, t + 1] = 1      # e_t
-        expected[t, t] = 2          # e_{t−1}
+        expected[t, t + 2] = 0  # e_{t+1}
+        expected[t, t + 1] = 1  # e_t
+        expected[t, t] = 2  # e_{t−1}
     np.testing.assert_array_equal(sources, expected)
 
 

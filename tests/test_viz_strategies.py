@@ -22,9 +22,9 @@ def test_boxes_are_the_planned_stages(tmp_path):
     assert widths == [s.train_steps for stages in plans.values() for s in stages]
     texts = [t.get_text() for t in ax.texts]
     assert texts == [stage_label(s) for stages in plans.values() for s in stages]
-    assert texts[0] == "FMT + AT + PD"                         # AKT: one combined stage
-    assert texts[1:3] == ["FMT + AT\nall layers", "PD"]        # JKT
-    assert texts[3] == "FMT + AT\nlayer 0" and texts[-1] == "PD"   # PKT
+    assert texts[0] == "FMT + AT + PD"  # AKT: one combined stage
+    assert texts[1:3] == ["FMT + AT\nall layers", "PD"]  # JKT
+    assert texts[3] == "FMT + AT\nlayer 0" and texts[-1] == "PD"  # PKT
     # equal student budgets: every row ends at the same update
     ends = {name: sum(s.train_steps for s in stages) for name, stages in plans.items()}
     assert len(set(ends.values())) == 1 and np.isclose(ax.get_xlim()[1], ends["PKT"])

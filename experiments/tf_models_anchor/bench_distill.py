@@ -1,4 +1,5 @@
-"""tensorflow/models' BertDistillationTask, timed: the anchor of `python -m mbert_lib bench distill`.
+"""tensorflow/models' BertDistillationTask, timed: the anchor of
+`python -m mbert_lib bench distill`.
 
 Runs in its own venv (tf-models-official pins its own TensorFlow; README.md beside this
 file), never imports mbert_lib, and times the same three variants as our bench on
@@ -39,22 +40,46 @@ import tensorflow as tf
 import tf_keras
 
 _TEACHER = {
-    "vocab_size": 8192, "hidden_size": 128, "num_hidden_layers": 4, "num_attention_heads": 4,
-    "intermediate_size": 512, "hidden_act": "gelu", "hidden_dropout_prob": 0.1,
-    "attention_probs_dropout_prob": 0.1, "max_position_embeddings": 512, "type_vocab_size": 2,
-    "initializer_range": 0.02, "embedding_size": 32, "trigram_input": True,
-    "use_bottleneck": True, "intra_bottleneck_size": 256, "use_bottleneck_attention": False,
-    "key_query_shared_bottleneck": False, "num_feedforward_networks": 1,
-    "normalization_type": "layer_norm", "classifier_activation": True}
+    "vocab_size": 8192,
+    "hidden_size": 128,
+    "num_hidden_layers": 4,
+    "num_attention_heads": 4,
+    "intermediate_size": 512,
+    "hidden_act": "gelu",
+    "hidden_dropout_prob": 0.1,
+    "attention_probs_dropout_prob": 0.1,
+    "max_position_embeddings": 512,
+    "type_vocab_size": 2,
+    "initializer_range": 0.02,
+    "embedding_size": 32,
+    "trigram_input": True,
+    "use_bottleneck": True,
+    "intra_bottleneck_size": 256,
+    "use_bottleneck_attention": False,
+    "key_query_shared_bottleneck": False,
+    "num_feedforward_networks": 1,
+    "normalization_type": "layer_norm",
+    "classifier_activation": True,
+}
 DEFAULT_CONFIG = {
     "teacher": _TEACHER,
-    "student": {**_TEACHER, "intermediate_size": 128, "hidden_act": "relu",
-                "hidden_dropout_prob": 0.0, "intra_bottleneck_size": 32,
-                "key_query_shared_bottleneck": True, "num_feedforward_networks": 4,
-                "normalization_type": "no_norm", "classifier_activation": False},
-    "seq_length": 128, "batch_size": 32, "max_predictions_per_seq": 20}
+    "student": {
+        **_TEACHER,
+        "intermediate_size": 128,
+        "hidden_act": "relu",
+        "hidden_dropout_prob": 0.0,
+        "intra_bottleneck_size": 32,
+        "key_query_shared_bottleneck": True,
+        "num_feedforward_networks": 4,
+        "normalization_type": "no_norm",
+        "classifier_activation": False,
+    },
+    "seq_length": 128,
+    "batch_size": 32,
+    "max_predictions_per_seq": 20,
+}
 VARIANTS = ("layer_wise_first", "layer_wise_last", "pd")
-NUM_BATCHES = 8   # distinct synthetic batches, cycled
+NUM_BATCHES = 8  # distinct synthetic batches, cycled
 
 
 def install_fast_training_shim() -> bool:
@@ -69,6 +94,7 @@ def install_fast_training_shim() -> bool:
     """
     try:
         import official.modeling.fast_training.progressive.policies  # noqa: F401
+
         return False
     except ModuleNotFoundError:
         pass
@@ -82,12 +108,17 @@ def install_fast_training_shim() -> bool:
         def __init__(self):
             self._stage_id = tf.Variable(0, trainable=False, dtype=tf.int64, shape=[])
 
-    names = ["official.modeling.fast_training", "official.modeling.fast_training.progressive",
-             "official.modeling.fast_training.progressive.policies"]
+    names = [
+        "official.modeling.fast_training",
+        "official.modeling.fast_training.progressive",
+        "official.modeling.fast_training.progressive.policies",
+    ]
     modules = [types.ModuleType(name) for name in names]
     modules[0].progressive, modules[1].policies = modules[1], modules[2]
-    modules[2].ProgressiveConfig, modules[2].ProgressivePolicy = (ProgressiveConfig,
-                                                                  ProgressivePolicy)
+    modules[2].ProgressiveConfig, modules[2].ProgressivePolicy = (
+        ProgressiveConfig,
+        ProgressivePolicy,
+    )
     sys.modules.update(zip(names, modules))
     return True
 
@@ -98,24 +129,33 @@ def encoder_config(bert: dict, where: str):
 
     for flag in ("trigram_input", "use_bottleneck"):
         if not bert.get(flag, False):
-            raise ValueError(f"{where}.{flag} must be true: tf-models' MobileBERTEncoder "
-                             "always uses the trigram embedding and the bottlenecks")
-    return encoders.EncoderConfig(type="mobilebert", mobilebert=encoders.MobileBertEncoderConfig(
-        word_vocab_size=bert["vocab_size"], word_embed_size=bert["embedding_size"],
-        type_vocab_size=bert["type_vocab_size"],
-        max_sequence_length=bert["max_position_embeddings"],
-        num_blocks=bert["num_hidden_layers"], hidden_size=bert["hidden_size"],
-        num_attention_heads=bert["num_attention_heads"],
-        intermediate_size=bert["intermediate_size"], hidden_activation=bert["hidden_act"],
-        hidden_dropout_prob=bert["hidden_dropout_prob"],
-        attention_probs_dropout_prob=bert["attention_probs_dropout_prob"],
-        intra_bottleneck_size=bert["intra_bottleneck_size"],
-        initializer_range=bert["initializer_range"],
-        use_bottleneck_attention=bert["use_bottleneck_attention"],
-        key_query_shared_bottleneck=bert["key_query_shared_bottleneck"],
-        num_feedforward_networks=bert["num_feedforward_networks"],
-        normalization_type=bert["normalization_type"],
-        classifier_activation=bert["classifier_activation"]))
+            raise ValueError(
+                f"{where}.{flag} must be true: tf-models' MobileBERTEncoder "
+                "always uses the trigram embedding and the bottlenecks"
+            )
+    return encoders.EncoderConfig(
+        type="mobilebert",
+        mobilebert=encoders.MobileBertEncoderConfig(
+            word_vocab_size=bert["vocab_size"],
+            word_embed_size=bert["embedding_size"],
+            type_vocab_size=bert["type_vocab_size"],
+            max_sequence_length=bert["max_position_embeddings"],
+            num_blocks=bert["num_hidden_layers"],
+            hidden_size=bert["hidden_size"],
+            num_attention_heads=bert["num_attention_heads"],
+            intermediate_size=bert["intermediate_size"],
+            hidden_activation=bert["hidden_act"],
+            hidden_dropout_prob=bert["hidden_dropout_prob"],
+            attention_probs_dropout_prob=bert["attention_probs_dropout_prob"],
+            intra_bottleneck_size=bert["intra_bottleneck_size"],
+            initializer_range=bert["initializer_range"],
+            use_bottleneck_attention=bert["use_bottleneck_attention"],
+            key_query_shared_bottleneck=bert["key_query_shared_bottleneck"],
+            num_feedforward_networks=bert["num_feedforward_networks"],
+            normalization_type=bert["normalization_type"],
+            classifier_activation=bert["classifier_activation"],
+        ),
+    )
 
 
 def build_task(config: dict):
@@ -127,28 +167,47 @@ def build_task(config: dict):
 
     student_hidden = config["student"]["hidden_size"]
     data = pretrain_dataloader.BertPretrainDataConfig(
-        input_path="synthetic", global_batch_size=config["batch_size"],
+        input_path="synthetic",
+        global_batch_size=config["batch_size"],
         seq_length=config["seq_length"],
-        max_predictions_per_seq=config["max_predictions_per_seq"], use_next_sentence_label=True)
+        max_predictions_per_seq=config["max_predictions_per_seq"],
+        use_next_sentence_label=True,
+    )
     task_config = distillation.BertDistillationTaskConfig(
         # As in mobilebert_distillation_en_uncased.yaml: NSP head on the student only.
         teacher_model=bert.PretrainerConfig(
-            encoder=encoder_config(config["teacher"], "teacher"), mlm_activation="gelu"),
+            encoder=encoder_config(config["teacher"], "teacher"), mlm_activation="gelu"
+        ),
         student_model=bert.PretrainerConfig(
-            encoder=encoder_config(config["student"], "student"), mlm_activation="relu",
-            cls_heads=[bert.ClsHeadConfig(inner_dim=student_hidden, num_classes=2,
-                                          dropout_rate=0.0, name="next_sentence")]),
-        train_data=data, validation_data=data)
-    optimizer_config = optimization.OptimizationConfig(   # run_distillation.py's
-        optimizer=optimization.OptimizerConfig(type="lamb", lamb=optimization.LAMBConfig(
-            weight_decay_rate=0.01, exclude_from_weight_decay=["LayerNorm", "bias", "norm"],
-            clipnorm=1.0)),
+            encoder=encoder_config(config["student"], "student"),
+            mlm_activation="relu",
+            cls_heads=[
+                bert.ClsHeadConfig(
+                    inner_dim=student_hidden, num_classes=2, dropout_rate=0.0, name="next_sentence"
+                )
+            ],
+        ),
+        train_data=data,
+        validation_data=data,
+    )
+    optimizer_config = optimization.OptimizationConfig(  # run_distillation.py's
+        optimizer=optimization.OptimizerConfig(
+            type="lamb",
+            lamb=optimization.LAMBConfig(
+                weight_decay_rate=0.01,
+                exclude_from_weight_decay=["LayerNorm", "bias", "norm"],
+                clipnorm=1.0,
+            ),
+        ),
         learning_rate=optimization.LrConfig(type="polynomial"),
-        warmup=optimization.WarmupConfig(type="linear"))
+        warmup=optimization.WarmupConfig(type="linear"),
+    )
     return distillation.BertDistillationTask(
         strategy=tf.distribute.get_strategy(),
         progressive=distillation.BertDistillationProgressiveConfig(),
-        optimizer_config=optimizer_config, task_config=task_config)
+        optimizer_config=optimizer_config,
+        task_config=task_config,
+    )
 
 
 def synthetic_batches(config: dict, seed: int = 0) -> tf.data.Dataset:
@@ -157,7 +216,7 @@ def synthetic_batches(config: dict, seed: int = 0) -> tf.data.Dataset:
     V, n = config["student"]["vocab_size"], NUM_BATCHES * config["batch_size"]
     rng = np.random.default_rng(seed)
     lengths = rng.integers(T // 2, T + 1, size=[n, 1])
-    positions = np.arange(T)[None, :]                                        # [1, T]
+    positions = np.arange(T)[None, :]  # [1, T]
     count = np.clip(np.round(0.15 * (lengths - 3)), 1, P).astype(np.int64)  # [n, 1]
     arrays = {
         "input_word_ids": np.where(positions < lengths, rng.integers(4, V, [n, T]), 0),
@@ -166,9 +225,14 @@ def synthetic_batches(config: dict, seed: int = 0) -> tf.data.Dataset:
         "masked_lm_positions": np.sort(rng.integers(1, T // 2, [n, P]), axis=1),
         "masked_lm_ids": rng.integers(4, V, [n, P]),
         "masked_lm_weights": (np.arange(P)[None, :] < count).astype(np.float32),
-        "next_sentence_labels": rng.integers(0, 2, [n, 1])}
-    arrays = {k: (v if v.dtype == np.float32 else v.astype(np.int32)).reshape(
-        NUM_BATCHES, B, *v.shape[1:]) for k, v in arrays.items()}        # [NUM_BATCHES, B, ...]
+        "next_sentence_labels": rng.integers(0, 2, [n, 1]),
+    }
+    arrays = {
+        k: (v if v.dtype == np.float32 else v.astype(np.int32)).reshape(
+            NUM_BATCHES, B, *v.shape[1:]
+        )
+        for k, v in arrays.items()
+    }  # [NUM_BATCHES, B, ...]
     return tf.data.Dataset.from_tensor_slices(arrays).repeat()
 
 
@@ -183,12 +247,13 @@ def make_step(task, stage_id: int, dataset: tf.data.Dataset):
     iterator = iter(dataset)
 
     @tf.function
-    def train_step(iterator):   # base_trainer.Trainer.train_step (CPU: no XLA), + the loss
+    def train_step(iterator):  # base_trainer.Trainer.train_step (CPU: no XLA), + the loss
         def step_fn(inputs):
             logs = task.train_step(inputs, model=model, optimizer=optimizer, metrics=metrics)
             train_loss.update_state(logs[task.loss])
             global_step.assign_add(1)
             return logs[task.loss]
+
         return strategy.run(step_fn, args=(next(iterator),))
 
     def call():
@@ -196,6 +261,7 @@ def make_step(task, stage_id: int, dataset: tf.data.Dataset):
         start = time.perf_counter()
         train_step(iterator).numpy()
         return (time.perf_counter() - start) * 1e3
+
     return call
 
 
@@ -211,32 +277,52 @@ def bench(config: dict, repeats: int, warmup: int) -> list[dict]:
     dataset = synthetic_batches(config)
     steps = {name: make_step(task, stage, dataset) for name, stage in stages.items()}
     for step in steps.values():
-        for _ in range(1 + warmup):   # the first call traces, as in our bench
+        for _ in range(1 + warmup):  # the first call traces, as in our bench
             step()
     samples = {name: [] for name in steps}
     for _ in range(repeats):
         for name, step in steps.items():
             samples[name].append(step())
     tokens = config["batch_size"] * config["seq_length"]
-    sizes = {f"{who}_encoder_params": sum(int(np.prod(w.shape)) for w in model.weights)
-             for who, model in (("teacher", task._teacher_pretrainer.encoder_network),
-                                ("student", task._student_pretrainer.encoder_network))}
-    versions = {"tf_models_version": importlib.metadata.version("tf-models-official"),
-                "tensorflow_version": tf.__version__,
-                "tf_keras_version": importlib.metadata.version("tf-keras")}
-    return [{"variant": name, "stage_id": stages[name], "seq_length": config["seq_length"],
-             "batch_size": config["batch_size"],
-             "max_predictions_per_seq": config["max_predictions_per_seq"],
-             "median_step_ms": statistics.median(s), "min_step_ms": min(s),
-             "max_step_ms": max(s), "repeats": len(s),
-             "tokens_per_second": tokens * 1e3 / statistics.median(s),
-             "fast_training_shim": shim, **sizes, **versions} for name, s in samples.items()]
+    sizes = {
+        f"{who}_encoder_params": sum(int(np.prod(w.shape)) for w in model.weights)
+        for who, model in (
+            ("teacher", task._teacher_pretrainer.encoder_network),
+            ("student", task._student_pretrainer.encoder_network),
+        )
+    }
+    versions = {
+        "tf_models_version": importlib.metadata.version("tf-models-official"),
+        "tensorflow_version": tf.__version__,
+        "tf_keras_version": importlib.metadata.version("tf-keras"),
+    }
+    return [
+        {
+            "variant": name,
+            "stage_id": stages[name],
+            "seq_length": config["seq_length"],
+            "batch_size": config["batch_size"],
+            "max_predictions_per_seq": config["max_predictions_per_seq"],
+            "median_step_ms": statistics.median(s),
+            "min_step_ms": min(s),
+            "max_step_ms": max(s),
+            "repeats": len(s),
+            "tokens_per_second": tokens * 1e3 / statistics.median(s),
+            "fast_training_shim": shim,
+            **sizes,
+            **versions,
+        }
+        for name, s in samples.items()
+    ]
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--config", help="JSON file: teacher, student, seq_length, "
-                        "batch_size, max_predictions_per_seq (default: DEFAULT_CONFIG)")
+    parser.add_argument(
+        "--config",
+        help="JSON file: teacher, student, seq_length, "
+        "batch_size, max_predictions_per_seq (default: DEFAULT_CONFIG)",
+    )
     parser.add_argument("--repeats", type=int, default=20, help="timed steps per variant")
     parser.add_argument("--warmup", type=int, default=3, help="untimed steps per variant")
     parser.add_argument("--json", help="write the records here instead of stdout")

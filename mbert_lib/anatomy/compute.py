@@ -19,7 +19,7 @@ from __future__ import annotations
 from mbert_lib.anatomy.flops import flops
 from mbert_lib.anatomy.params import param_total
 
-TRAIN_TO_FORWARD = 3   # forward + backward (≈ 2 × forward: gradients w.r.t. inputs and weights)
+TRAIN_TO_FORWARD = 3  # forward + backward (≈ 2 × forward: gradients w.r.t. inputs and weights)
 
 
 def pretraining_compute(experiment) -> dict:
@@ -31,7 +31,12 @@ def pretraining_compute(experiment) -> dict:
     H, V = config.hidden_size, config.vocab_size
     encoder = flops(config, T)
     head = 2 * P * (H * H + V * H)
-    return {"steps": S, "batch_size": B, "seq_length": T, "tokens": S * B * T,
-            "params": param_total(config, heads=True),
-            "forward_flops_per_sequence": encoder + head,
-            "train_flops": TRAIN_TO_FORWARD * (encoder + head) * S * B}
+    return {
+        "steps": S,
+        "batch_size": B,
+        "seq_length": T,
+        "tokens": S * B * T,
+        "params": param_total(config, heads=True),
+        "forward_flops_per_sequence": encoder + head,
+        "train_flops": TRAIN_TO_FORWARD * (encoder + head) * S * B,
+    }

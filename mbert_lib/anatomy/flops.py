@@ -17,17 +17,22 @@ from __future__ import annotations
 import pandas as pd
 
 from mbert_lib.anatomy.params import (
-    block_widths, check_accounting, embedding_input_width, table1_view)
+    block_widths,
+    check_accounting,
+    embedding_input_width,
+    table1_view,
+)
 from mbert_lib.config import MobileBertConfig
 
 # Rough costs in FLOPs per element of the non-matmul ops ("elementwise" rows).
-NORM_FLOPS = {"no_norm": 2, "layer_norm": 5}   # γx+β | mean, centre, variance, scale, shift
+NORM_FLOPS = {"no_norm": 2, "layer_norm": 5}  # γx+β | mean, centre, variance, scale, shift
 ACTIVATION_FLOPS = {"relu": 1, "relu6": 2, "linear": 0}  # any other (gelu, tanh, swish): 8
-SOFTMAX_FLOPS = 5                               # scale, mask, exp, sum, divide, per score
+SOFTMAX_FLOPS = 5  # scale, mask, exp, sum, divide, per score
 
 
-def flops_breakdown(config: MobileBertConfig, seq_length: int = 128,
-                    accounting: str = "built") -> pd.DataFrame:
+def flops_breakdown(
+    config: MobileBertConfig, seq_length: int = 128, accounting: str = "built"
+) -> pd.DataFrame:
     """FLOPs to encode one sequence of T = seq_length tokens, one row per operation.
 
     Columns: group, op, kind ("matmul" or "elementwise"), count (L for block
@@ -46,18 +51,23 @@ def flops_breakdown(config: MobileBertConfig, seq_length: int = 128,
     rows = []
 
     def add(group, op, kind, flops, count=1):
-        rows.append({"group": group, "op": op, "kind": kind, "count": count,
-                     "flops": int(flops) * count})
+        rows.append(
+            {"group": group, "op": op, "kind": kind, "count": count, "flops": int(flops) * count}
+        )
 
     d_in = embedding_input_width(c)
     if d_in is not None:
-        add("embedding", "trigram projection" if c.trigram_input else "projection", "matmul",
-            2 * T * d_in * H)
+        add(
+            "embedding",
+            "trigram projection" if c.trigram_input else "projection",
+            "matmul",
+            2 * T * d_in * H,
+        )
         add("embedding", "projection bias", "elementwise", T * H)
     add("embedding", "position + type adds, norm", "elementwise", T * H * (2 + norm))
 
-    bias_width = 4 * w + F * (I + w)             # outputs of Q, K, V, O and the FFNs
-    norm_width = (1 + F) * w                     # attention norm and the FFN norms
+    bias_width = 4 * w + F * (I + w)  # outputs of Q, K, V, O and the FFNs
+    norm_width = (1 + F) * w  # attention norm and the FFN norms
     if c.use_bottleneck:
         add("block", "input bottleneck", "matmul", 2 * T * H * h, L)
         bias_width, norm_width = bias_width + h + H, norm_width + h + H
@@ -67,8 +77,8 @@ def flops_breakdown(config: MobileBertConfig, seq_length: int = 128,
     add("block", "query", "matmul", 2 * T * qk_in * w, L)
     add("block", "key", "matmul", 2 * T * qk_in * w, L)
     add("block", "value", "matmul", 2 * T * v_in * w, L)
-    add("block", "scores QKᵀ", "matmul", 2 * T * T * w, L)   # N heads × [T, d]·[d, T]
-    add("block", "context AV", "matmul", 2 * T * T * w, L)   # N heads × [T, T]·[T, d]
+    add("block", "scores QKᵀ", "matmul", 2 * T * T * w, L)  # N heads × [T, d]·[d, T]
+    add("block", "context AV", "matmul", 2 * T * T * w, L)  # N heads × [T, T]·[T, d]
     add("block", "attention output", "matmul", 2 * T * w * w, L)
     add("block", f"FFNs (×{F})", "matmul", F * 2 * (2 * T * w * I), L)
     if c.use_bottleneck:
@@ -84,8 +94,12 @@ def flops_breakdown(config: MobileBertConfig, seq_length: int = 128,
     return pd.DataFrame(rows)
 
 
-def flops(config: MobileBertConfig, seq_length: int = 128, accounting: str = "built",
-          elementwise: bool = False) -> int:
+def flops(
+    config: MobileBertConfig,
+    seq_length: int = 128,
+    accounting: str = "built",
+    elementwise: bool = False,
+) -> int:
     """Matmul FLOPs per sequence (plus the rough elementwise rows if `elementwise`)."""
     df = flops_breakdown(config, seq_length, accounting)
     if not elementwise:

@@ -71,14 +71,26 @@ def param_breakdown(config: MobileBertConfig, heads: bool = False) -> pd.DataFra
     rows = []
 
     def add(group, component, formula, each, count=1):
-        rows.append({"group": group, "component": component, "formula": formula,
-                     "each": int(each), "count": int(count), "total": int(each) * int(count)})
+        rows.append(
+            {
+                "group": group,
+                "component": component,
+                "formula": formula,
+                "each": int(each),
+                "count": int(count),
+                "total": int(each) * int(count),
+            }
+        )
 
     add("embedding", "token table", "V·E", V * E)
     d_in = embedding_input_width(c)
     if d_in is not None:
-        add("embedding", "trigram projection" if c.trigram_input else "embedding projection",
-            ("3E" if c.trigram_input else "E") + "·H + H", d_in * H + H)
+        add(
+            "embedding",
+            "trigram projection" if c.trigram_input else "embedding projection",
+            ("3E" if c.trigram_input else "E") + "·H + H",
+            d_in * H + H,
+        )
     add("embedding", "position table", "P·H", c.max_position_embeddings * H)
     add("embedding", "token-type table", "S·H", c.type_vocab_size * H)
     add("embedding", "embedding norm", "2H", 2 * H)
@@ -149,14 +161,19 @@ def mha_ffn_table(configs: dict[str, MobileBertConfig]) -> pd.DataFrame:
     rows = []
     for name, c in configs.items():
         built = param_breakdown(c)
-        rows.append({
-            "config": name, "H": c.hidden_size, "w": c.attention_width,
-            "I": c.intermediate_size, "F": c.num_feedforward_networks,
-            "MHA params (built)": int(built[built.component.isin(MHA_COMPONENTS)].each.sum()),
-            "FFN params": int(built[built.component.str.match(FFN_PATTERN)].each.sum()),
-            "ratio (Table 1 MHA)": mha_ffn_ratio(c, "table1"),
-            "ratio (built)": mha_ffn_ratio(c, "built"),
-        })
+        rows.append(
+            {
+                "config": name,
+                "H": c.hidden_size,
+                "w": c.attention_width,
+                "I": c.intermediate_size,
+                "F": c.num_feedforward_networks,
+                "MHA params (built)": int(built[built.component.isin(MHA_COMPONENTS)].each.sum()),
+                "FFN params": int(built[built.component.str.match(FFN_PATTERN)].each.sum()),
+                "ratio (Table 1 MHA)": mha_ffn_ratio(c, "table1"),
+                "ratio (built)": mha_ffn_ratio(c, "built"),
+            }
+        )
     return pd.DataFrame(rows).set_index("config")
 
 
@@ -166,7 +183,12 @@ def ffn_count_sweep(config: MobileBertConfig, counts=range(1, 7)) -> pd.DataFram
     for f in counts:
         c = config.replace(num_feedforward_networks=f)
         per_block = int(param_groups(c)["block"]) // c.num_hidden_layers
-        rows.append({"F": f, "params per block": per_block,
-                     "ratio (Table 1 MHA)": mha_ffn_ratio(c, "table1"),
-                     "ratio (built)": mha_ffn_ratio(c, "built")})
+        rows.append(
+            {
+                "F": f,
+                "params per block": per_block,
+                "ratio (Table 1 MHA)": mha_ffn_ratio(c, "table1"),
+                "ratio (built)": mha_ffn_ratio(c, "built"),
+            }
+        )
     return pd.DataFrame(rows)

@@ -21,19 +21,28 @@ def preset_table(names=None, seq_length: int = 128) -> pd.DataFrame:
     no number (laptop presets, Table 7 variants).
     """
     rows = []
-    for name in (list(PRESETS) if names is None else names):
+    for name in list(PRESETS) if names is None else names:
         c = get_preset(name)
         paper = TABLE1.get(name, {})
-        rows.append({
-            "preset": name, "L": c.num_hidden_layers, "H": c.hidden_size,
-            "h": c.attention_width, "E": c.embedding_size, "N": c.num_attention_heads,
-            "F": c.num_feedforward_networks, "I": c.intermediate_size,
-            "norm": c.normalization_type, "act": c.hidden_act,
-            "params": param_total(c), "params (M)": param_total(c) / 1e6,
-            "paper params (M)": paper.get("params_m", math.nan),
-            f"GFLOPs @T={seq_length}": flops(c, seq_length) / 1e9,
-            "paper GFLOPs": FLOPS_B.get(name, math.nan) if seq_length == 128 else math.nan,
-        })
+        rows.append(
+            {
+                "preset": name,
+                "L": c.num_hidden_layers,
+                "H": c.hidden_size,
+                "h": c.attention_width,
+                "E": c.embedding_size,
+                "N": c.num_attention_heads,
+                "F": c.num_feedforward_networks,
+                "I": c.intermediate_size,
+                "norm": c.normalization_type,
+                "act": c.hidden_act,
+                "params": param_total(c),
+                "params (M)": param_total(c) / 1e6,
+                "paper params (M)": paper.get("params_m", math.nan),
+                f"GFLOPs @T={seq_length}": flops(c, seq_length) / 1e9,
+                "paper GFLOPs": FLOPS_B.get(name, math.nan) if seq_length == 128 else math.nan,
+            }
+        )
     return pd.DataFrame(rows).set_index("preset")
 
 
@@ -49,13 +58,17 @@ def table1_params_comparison() -> pd.DataFrame:
     for name, paper in TABLE1.items():
         c = get_preset(name)
         encoder = param_total(c) / 1e6
-        rows.append({
-            "model": name, "paper (M)": paper["params_m"], "encoder (M)": encoder,
-            "encoder w/o pooler (M)": param_total(c, pooler=False) / 1e6,
-            "encoder, Table 1 MHA (M)": param_total(table1_view(c)) / 1e6,
-            "pretrainer (M)": param_total(c, heads=True) / 1e6,
-            "encoder vs paper (%)": 100 * (encoder / paper["params_m"] - 1),
-        })
+        rows.append(
+            {
+                "model": name,
+                "paper (M)": paper["params_m"],
+                "encoder (M)": encoder,
+                "encoder w/o pooler (M)": param_total(c, pooler=False) / 1e6,
+                "encoder, Table 1 MHA (M)": param_total(table1_view(c)) / 1e6,
+                "pretrainer (M)": param_total(c, heads=True) / 1e6,
+                "encoder vs paper (%)": 100 * (encoder / paper["params_m"] - 1),
+            }
+        )
     return pd.DataFrame(rows).set_index("model")
 
 
@@ -65,12 +78,17 @@ def flops_comparison(seq_length: int = 128) -> pd.DataFrame:
     for name, paper in FLOPS_B.items():
         c = get_preset(name)
         built = flops(c, seq_length) / 1e9
-        rows.append({
-            "model": name, "paper (GFLOPs)": paper, "matmul, built": built,
-            "matmul, Table 1 MHA": flops(c, seq_length, "table1") / 1e9,
-            "+ elementwise, Table 1 MHA": flops(c, seq_length, "table1", elementwise=True) / 1e9,
-            "built vs paper (%)": 100 * (built / paper - 1),
-        })
+        rows.append(
+            {
+                "model": name,
+                "paper (GFLOPs)": paper,
+                "matmul, built": built,
+                "matmul, Table 1 MHA": flops(c, seq_length, "table1") / 1e9,
+                "+ elementwise, Table 1 MHA": flops(c, seq_length, "table1", elementwise=True)
+                / 1e9,
+                "built vs paper (%)": 100 * (built / paper - 1),
+            }
+        )
     return pd.DataFrame(rows).set_index("model")
 
 
@@ -85,15 +103,15 @@ def table1_shapes(names=tuple(TABLE1)) -> pd.DataFrame:
         c = get_preset(name)
         H, h, E = c.hidden_size, c.intra_bottleneck_size, c.embedding_size
         w, qk_in, _ = block_widths(table1_view(c))
-        embedding = (f"{E}, 3-conv → {H}" if c.trigram_input
-                     else f"{E} → {H}" if E != H else f"{E}")
+        embedding = f"{E}, 3-conv → {H}" if c.trigram_input else f"{E} → {H}" if E != H else f"{E}"
         columns[name] = {
             "embedding": embedding,
             "inter-block size": f"{H}",
             "linear in": f"{H} → {h}" if c.use_bottleneck else "–",
             "MHA in/heads/out": f"{qk_in}/{c.num_attention_heads}/{w}",
-            "FFN in/hidden/out × count":
-                f"{w}/{c.intermediate_size}/{w} ×{c.num_feedforward_networks}",
+            "FFN in/hidden/out × count": (
+                f"{w}/{c.intermediate_size}/{w} ×{c.num_feedforward_networks}"
+            ),
             "linear out": f"{h} → {H}" if c.use_bottleneck else "–",
             "layers / params": f"{c.num_hidden_layers} / {param_total(c) / 1e6:.2f}M",
         }

@@ -47,29 +47,44 @@ from mbert_lib.train.synthetic import synthetic_pretraining_dataset
 NUM_BATCHES = 8
 
 
-def step_gflop(teacher_config: MobileBertConfig, student_config: MobileBertConfig, stage,
-               seq_length: int, batch_size: int, max_predictions_per_seq: int) -> float:
+def step_gflop(
+    teacher_config: MobileBertConfig,
+    student_config: MobileBertConfig,
+    stage,
+    seq_length: int,
+    batch_size: int,
+    max_predictions_per_seq: int,
+) -> float:
     """Matmul GFLOP of one training step of `stage` (forward + backward ≈ 3 × forward)."""
     if stage.use_pd:
         # both last blocks at [CLS] + the P masked positions only, then the MLM
         # heads of both models: transform H×H and output H×V per prediction
         queries = max_predictions_per_seq + 1
         H, V = student_config.hidden_size, student_config.vocab_size
-        per_sequence = (heads_only_flops(teacher_config, seq_length, queries)
-                        + 3 * heads_only_flops(student_config, seq_length, queries)
-                        + 4 * 2 * max_predictions_per_seq * (H * H + H * V))
+        per_sequence = (
+            heads_only_flops(teacher_config, seq_length, queries)
+            + 3 * heads_only_flops(student_config, seq_length, queries)
+            + 4 * 2 * max_predictions_per_seq * (H * H + H * V)
+        )
     else:
         layers = max(stage.transfer_layers) + 1
-        per_sequence = (flops(teacher_config.replace(num_hidden_layers=layers), seq_length)
-                        + 3 * flops(student_config.replace(num_hidden_layers=layers), seq_length))
+        per_sequence = flops(
+            teacher_config.replace(num_hidden_layers=layers), seq_length
+        ) + 3 * flops(student_config.replace(num_hidden_layers=layers), seq_length)
     return per_sequence * batch_size / 1e9
 
 
-def distill_rounds(teacher_config: MobileBertConfig, student_config: MobileBertConfig,
-                   seq_length: int = 128, batch_size: int = 32,
-                   max_predictions_per_seq: int = 20, repeats: int = 20, warmup: int = 3,
-                   mixed_precision: str = "float32", jit_compile: bool = False
-                   ) -> Iterator[list[dict]]:
+def distill_rounds(
+    teacher_config: MobileBertConfig,
+    student_config: MobileBertConfig,
+    seq_length: int = 128,
+    batch_size: int = 32,
+    max_predictions_per_seq: int = 20,
+    repeats: int = 20,
+    warmup: int = 3,
+    mixed_precision: str = "float32",
+    jit_compile: bool = False,
+) -> Iterator[list[dict]]:
     """Endless rounds: each `next()` times every variant (see the module docstring).
 
     The models and steps are built, and each step traced by one untimed call,
@@ -81,12 +96,21 @@ def distill_rounds(teacher_config: MobileBertConfig, student_config: MobileBertC
     distillation = DistillationSection(strategy="progressive")
     layers = student_config.num_hidden_layers
     stages = plan_stages(distillation, layers)
-    chosen = {"layer_wise_first": stages[0], "layer_wise_last": stages[layers - 1],
-              "pd": stages[-1]}
-    batches = list(synthetic_pretraining_dataset(
-        num_examples=batch_size * NUM_BATCHES, batch_size=batch_size, seq_length=seq_length,
-        max_predictions_per_seq=max_predictions_per_seq, vocab_size=student_config.vocab_size))
-    stacked = tf.nest.map_structure(lambda *b: tf.stack(b), *batches)    # [NUM_BATCHES, B, ...]
+    chosen = {
+        "layer_wise_first": stages[0],
+        "layer_wise_last": stages[layers - 1],
+        "pd": stages[-1],
+    }
+    batches = list(
+        synthetic_pretraining_dataset(
+            num_examples=batch_size * NUM_BATCHES,
+            batch_size=batch_size,
+            seq_length=seq_length,
+            max_predictions_per_seq=max_predictions_per_seq,
+            vocab_size=student_config.vocab_size,
+        )
+    )
+    stacked = tf.nest.map_structure(lambda *b: tf.stack(b), *batches)  # [NUM_BATCHES, B, ...]
     data = tf.data.Dataset.from_tensor_slices(stacked).repeat()
     strategy = tf.distribute.get_strategy()
     with precision_policy(mixed_precision):
@@ -97,35 +121,63 @@ def distill_rounds(teacher_config: MobileBertConfig, student_config: MobileBertC
         for name, stage in chosen.items():
             groups = stage_variables(student, stage)
             optimizer = build_stage_optimizer(OptimizerSection(), stage, groups)
-            objective = DistillationObjective(teacher, student, stage, range(layers),
-                                              distillation.layer_wise, distillation.pretrain)
-            step = make_train_step(strategy, objective, optimizer,
-                                   [v for vs in groups.values() for v in vs], jit_compile)
+            objective = DistillationObjective(
+                teacher,
+                student,
+                stage,
+                range(layers),
+                distillation.layer_wise,
+                distillation.pretrain,
+            )
+            step = make_train_step(
+                strategy,
+                objective,
+                optimizer,
+                [v for vs in groups.values() for v in vs],
+                jit_compile,
+            )
             fns[name] = functools.partial(_loss_of_one_step, step, iter(data))
-            fns[name]()   # trace while the precision policy is set
+            fns[name]()  # trace while the precision policy is set
     tokens = batch_size * seq_length
-    sizes = {"teacher_encoder_params": count_params(teacher.encoder),
-             "student_encoder_params": count_params(student.encoder)}
+    sizes = {
+        "teacher_encoder_params": count_params(teacher.encoder),
+        "student_encoder_params": count_params(student.encoder),
+    }
     for round_index in itertools.count():
         timings = interleaved_timings(fns, repeats=repeats, warmup=warmup)
         records = []
         for name, t in timings.items():
-            gflop = step_gflop(teacher_config, student_config, chosen[name], seq_length,
-                               batch_size, max_predictions_per_seq)
-            records.append({
-                "variant": name, "stage": chosen[name].name, "round": round_index,
-                "seq_length": seq_length, "batch_size": batch_size,
-                "max_predictions_per_seq": max_predictions_per_seq,
-                "mixed_precision": mixed_precision, "jit_compile": jit_compile,
-                "median_step_ms": t.median_ms, "min_step_ms": t.min_ms,
-                "max_step_ms": t.max_ms, "repeats": t.repeats,
-                "steps_per_second": 1e3 / t.median_ms,
-                "tokens_per_second": tokens * 1e3 / t.median_ms,
-                "gflop_per_step": gflop, "gflop_per_second": gflop * 1e3 / t.median_ms,
-                **sizes})
+            gflop = step_gflop(
+                teacher_config,
+                student_config,
+                chosen[name],
+                seq_length,
+                batch_size,
+                max_predictions_per_seq,
+            )
+            records.append(
+                {
+                    "variant": name,
+                    "stage": chosen[name].name,
+                    "round": round_index,
+                    "seq_length": seq_length,
+                    "batch_size": batch_size,
+                    "max_predictions_per_seq": max_predictions_per_seq,
+                    "mixed_precision": mixed_precision,
+                    "jit_compile": jit_compile,
+                    "median_step_ms": t.median_ms,
+                    "min_step_ms": t.min_ms,
+                    "max_step_ms": t.max_ms,
+                    "repeats": t.repeats,
+                    "steps_per_second": 1e3 / t.median_ms,
+                    "tokens_per_second": tokens * 1e3 / t.median_ms,
+                    "gflop_per_step": gflop,
+                    "gflop_per_second": gflop * 1e3 / t.median_ms,
+                    **sizes,
+                }
+            )
         yield records
 
 
 def _loss_of_one_step(step, iterator) -> float:
-    return float(step(iterator)["loss"])    # float(): blocks until the step is done
-
+    return float(step(iterator)["loss"])  # float(): blocks until the step is done

@@ -12,8 +12,18 @@ from pathlib import Path
 
 # SIMD extensions that decide which XNNPACK kernels run: fp32 FMA, AVX-512, and the
 # int8 dot-product (VNNI) and bf16 instructions quantized / half-precision kernels use.
-SIMD_FLAGS = ("fma", "avx2", "avx512f", "avx512_vnni", "avx_vnni", "avx512_bf16", "amx_int8",
-              "asimddp", "fphp", "i8mm")
+SIMD_FLAGS = (
+    "fma",
+    "avx2",
+    "avx512f",
+    "avx512_vnni",
+    "avx_vnni",
+    "avx512_bf16",
+    "amx_int8",
+    "asimddp",
+    "fphp",
+    "i8mm",
+)
 
 
 def _cpuinfo() -> dict[str, str]:
@@ -45,15 +55,21 @@ def cpu_info() -> dict:
     """model, machine, logical_cpus, simd (the SIMD_FLAGS present), caches, load_1min."""
     info = _cpuinfo()
     flags = set((info.get("flags") or info.get("Features") or "").split())
-    return {"model": info.get("model name") or platform.processor() or "unknown",
-            "machine": platform.machine(), "logical_cpus": os.cpu_count(),
-            "simd": [f for f in SIMD_FLAGS if f in flags], "caches": _caches(),
-            "load_1min": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None}
+    return {
+        "model": info.get("model name") or platform.processor() or "unknown",
+        "machine": platform.machine(),
+        "logical_cpus": os.cpu_count(),
+        "simd": [f for f in SIMD_FLAGS if f in flags],
+        "caches": _caches(),
+        "load_1min": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None,
+    }
 
 
 def describe(info: dict | None = None) -> str:
     """One line, e.g. "AMD EPYC, x86_64, 2 logical CPUs, SIMD fma avx2 ..., L2 1024K, L3 32768K"."""
     info = info or cpu_info()
     caches = ", ".join(f"{k} {v}" for k, v in info["caches"].items())
-    return (f"{info['model']}, {info['machine']}, {info['logical_cpus']} logical CPUs, SIMD "
-            f"{' '.join(info['simd']) or 'none listed'}" + (f", {caches}" if caches else ""))
+    return (
+        f"{info['model']}, {info['machine']}, {info['logical_cpus']} logical CPUs, SIMD "
+        f"{' '.join(info['simd']) or 'none listed'}" + (f", {caches}" if caches else "")
+    )

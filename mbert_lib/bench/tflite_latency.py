@@ -26,7 +26,7 @@ import dataclasses
 import gc
 import hashlib
 import os
-from typing import Iterable, Optional, Sequence
+from collections.abc import Iterable, Sequence
 
 import tf_keras
 
@@ -35,11 +35,17 @@ from mbert_lib.config import MobileBertConfig, get_preset
 from mbert_lib.models import build_encoder, count_params
 
 _TINY_MOBILEBERT = get_preset("tiny_student").replace(num_hidden_layers=2, vocab_size=1000)
-_TINY_BERT = MobileBertConfig(vocab_size=1000, hidden_size=64, num_hidden_layers=2,
-                              num_attention_heads=2, intermediate_size=256, type_vocab_size=2)
+_TINY_BERT = MobileBertConfig(
+    vocab_size=1000,
+    hidden_size=64,
+    num_hidden_layers=2,
+    num_attention_heads=2,
+    intermediate_size=256,
+    type_vocab_size=2,
+)
 
 # name -> (config, name of the BERT baseline it is compared with, or None for a baseline)
-MODELS: dict[str, tuple[MobileBertConfig, Optional[str]]] = {
+MODELS: dict[str, tuple[MobileBertConfig, str | None]] = {
     "mobilebert": (get_preset("mobilebert"), "bert_base"),
     "bert_base": (get_preset("bert_base"), None),
     # Two-layer stand-ins that exercise the same code in seconds (tests, smoke runs).
@@ -47,8 +53,12 @@ MODELS: dict[str, tuple[MobileBertConfig, Optional[str]]] = {
     "tiny_bert": (_TINY_BERT, None),
 }
 ALIASES = {"tiny": ("tiny_mobilebert", "tiny_bert")}
-TABLE7_GRID = (("layer_norm", "gelu"), ("layer_norm", "relu"),
-               ("no_norm", "gelu"), ("no_norm", "relu"))
+TABLE7_GRID = (
+    ("layer_norm", "gelu"),
+    ("layer_norm", "relu"),
+    ("no_norm", "gelu"),
+    ("no_norm", "relu"),
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,15 +81,17 @@ def expand_models(names: Iterable[str]) -> list[str]:
     for name in names:
         for expanded in ALIASES.get(name, (name,)):
             if expanded not in MODELS:
-                raise ValueError(f"unknown model {expanded!r}; known: "
-                                 f"{sorted(MODELS) + sorted(ALIASES)}")
+                raise ValueError(
+                    f"unknown model {expanded!r}; known: {sorted(MODELS) + sorted(ALIASES)}"
+                )
             if expanded not in out:
                 out.append(expanded)
     return out
 
 
-def variants(models: Sequence[str], precisions: Sequence[str] = ("fp32", "dynamic_int8"),
-             table7: bool = True) -> list[Variant]:
+def variants(
+    models: Sequence[str], precisions: Sequence[str] = ("fp32", "dynamic_int8"), table7: bool = True
+) -> list[Variant]:
     """Each model at each precision, plus the Table 7 grid (fp32) of MobileBERT shapes."""
     out = [Variant(m, MODELS[m][0], p) for m in models for p in precisions]
     if table7:
@@ -102,8 +114,9 @@ def export_variant(variant: Variant, workdir: str, seq_length: int, seed: int = 
     """
     from mbert_lib.export import tflite
 
-    tag = hashlib.sha1((variant.config.to_json_string() + variant.precision
-                        + str(seq_length)).encode()).hexdigest()[:8]
+    tag = hashlib.sha1(
+        (variant.config.to_json_string() + variant.precision + str(seq_length)).encode()
+    ).hexdigest()[:8]
     path = os.path.join(workdir, f"{variant.key}_T{seq_length}_{tag}.tflite")
     tf_keras.utils.set_random_seed(seed)
     encoder = build_encoder(variant.config, seq_length)
@@ -115,9 +128,15 @@ def export_variant(variant: Variant, workdir: str, seq_length: int, seed: int = 
     return {"path": path, "size_bytes": os.path.getsize(path), "params": params}
 
 
-def measure(variant_list: Sequence[Variant], workdir: str, seq_length: int = 128,
-            threads: Sequence[int] = (1, 2), repeats: int = 30, warmup: int = 5,
-            log=print) -> list[dict]:
+def measure(
+    variant_list: Sequence[Variant],
+    workdir: str,
+    seq_length: int = 128,
+    threads: Sequence[int] = (1, 2),
+    repeats: int = 30,
+    warmup: int = 5,
+    log=print,
+) -> list[dict]:
     """Exports every variant, then times all (variant, threads) cases interleaved.
 
     Returns one record per case: model, normalization_type, hidden_act,
@@ -138,7 +157,7 @@ def measure(variant_list: Sequence[Variant], workdir: str, seq_length: int = 128
         for n in threads:
             model = TFLiteModel(exported[v.key]["path"], num_threads=n)
             case = f"{v.key}/{n}"
-            runners[case] = (lambda m=model, f=features: m.runner(**f))
+            runners[case] = lambda m=model, f=features: m.runner(**f)
             meta[case] = (v, n, dict(sorted(model.op_counts().items())))
     log(f"timing {len(runners)} cases interleaved: {warmup} warm-up + {repeats} timed rounds")
     timings = interleaved_timings(runners, repeats=repeats, warmup=warmup)
@@ -146,24 +165,43 @@ def measure(variant_list: Sequence[Variant], workdir: str, seq_length: int = 128
     records = []
     for case, timing in timings.items():
         v, n, ops = meta[case]
-        records.append({
-            "model": v.model, "normalization_type": v.config.normalization_type,
-            "hidden_act": v.config.hidden_act, "precision": v.precision, "threads": n,
-            "seq_length": seq_length, "batch_size": 1,
-            "median_ms": round(timing.median_ms, 3), "min_ms": round(timing.min_ms, 3),
-            "max_ms": round(timing.max_ms, 3), "repeats": timing.repeats,
-            "size_bytes": exported[v.key]["size_bytes"], "params": exported[v.key]["params"],
-            "tflite": exported[v.key]["path"], "op_counts": ops, "load_1min": load,
-        })
+        records.append(
+            {
+                "model": v.model,
+                "normalization_type": v.config.normalization_type,
+                "hidden_act": v.config.hidden_act,
+                "precision": v.precision,
+                "threads": n,
+                "seq_length": seq_length,
+                "batch_size": 1,
+                "median_ms": round(timing.median_ms, 3),
+                "min_ms": round(timing.min_ms, 3),
+                "max_ms": round(timing.max_ms, 3),
+                "repeats": timing.repeats,
+                "size_bytes": exported[v.key]["size_bytes"],
+                "params": exported[v.key]["params"],
+                "tflite": exported[v.key]["path"],
+                "op_counts": ops,
+                "load_1min": load,
+            }
+        )
     return records
 
 
 def _pick(records, model, threads, precision=None, config=None):
     """Records of `model` at `threads`, with the preset's own norm/act if `config` is given."""
-    return [r for r in records if r["model"] == model and r["threads"] == threads
-            and (precision is None or r["precision"] == precision)
-            and (config is None or (r["normalization_type"], r["hidden_act"])
-                 == (config.normalization_type, config.hidden_act))]
+    return [
+        r
+        for r in records
+        if r["model"] == model
+        and r["threads"] == threads
+        and (precision is None or r["precision"] == precision)
+        and (
+            config is None
+            or (r["normalization_type"], r["hidden_act"])
+            == (config.normalization_type, config.hidden_act)
+        )
+    ]
 
 
 def summarize(records: Sequence[dict]) -> list[dict]:
@@ -187,18 +225,25 @@ def summarize(records: Sequence[dict]) -> list[dict]:
             if not (base and fp32):
                 continue
             fastest = min(own, key=lambda r: r["median_ms"])
-            row = {"model": model, "baseline": baseline, "threads": n,
-                   "model_fp32_ms": fp32[0]["median_ms"], "baseline_fp32_ms": base[0]["median_ms"],
-                   "latency_ratio_fp32": base[0]["median_ms"] / fp32[0]["median_ms"],
-                   "latency_ratio_fp32_min": base[0]["min_ms"] / fp32[0]["min_ms"],
-                   "fastest_precision": fastest["precision"], "fastest_ms": fastest["median_ms"],
-                   "fastest_speedup": base[0]["median_ms"] / fastest["median_ms"],
-                   "size_ratio_fp32": base[0]["size_bytes"] / fp32[0]["size_bytes"]}
+            row = {
+                "model": model,
+                "baseline": baseline,
+                "threads": n,
+                "model_fp32_ms": fp32[0]["median_ms"],
+                "baseline_fp32_ms": base[0]["median_ms"],
+                "latency_ratio_fp32": base[0]["median_ms"] / fp32[0]["median_ms"],
+                "latency_ratio_fp32_min": base[0]["min_ms"] / fp32[0]["min_ms"],
+                "fastest_precision": fastest["precision"],
+                "fastest_ms": fastest["median_ms"],
+                "fastest_speedup": base[0]["median_ms"] / fastest["median_ms"],
+                "size_ratio_fp32": base[0]["size_bytes"] / fp32[0]["size_bytes"],
+            }
             base_dyn = _pick(records, baseline, n, "dynamic_int8", base_config)
             own_dyn = [r for r in own if r["precision"] == "dynamic_int8"]
             if base_dyn and own_dyn:
-                row["size_ratio_dynamic_int8"] = (base_dyn[0]["size_bytes"]
-                                                  / own_dyn[0]["size_bytes"])
+                row["size_ratio_dynamic_int8"] = (
+                    base_dyn[0]["size_bytes"] / own_dyn[0]["size_bytes"]
+                )
             rows.append(row)
     return rows
 
@@ -207,16 +252,30 @@ def format_report(records: Sequence[dict]) -> str:
     """Every case (sorted), then the ratios beside the paper's."""
     from mbert_lib import paper
 
-    lines = [f"{'model':<17}{'norm':<11}{'act':<6}{'precision':<13}{'thr':>4}"
-             f"{'median ms':>11}{'min ms':>9}{'MB':>9}"]
-    for r in sorted(records, key=lambda r: (r["model"], r["threads"], r["precision"],
-                                            r["normalization_type"], r["hidden_act"])):
-        lines.append(f"{r['model']:<17}{r['normalization_type']:<11}{r['hidden_act']:<6}"
-                     f"{r['precision']:<13}{r['threads']:>4}{r['median_ms']:>11.2f}"
-                     f"{r['min_ms']:>9.2f}{r['size_bytes'] / 1e6:>9.2f}")
+    lines = [
+        f"{'model':<17}{'norm':<11}{'act':<6}{'precision':<13}{'thr':>4}"
+        f"{'median ms':>11}{'min ms':>9}{'MB':>9}"
+    ]
+    for r in sorted(
+        records,
+        key=lambda r: (
+            r["model"],
+            r["threads"],
+            r["precision"],
+            r["normalization_type"],
+            r["hidden_act"],
+        ),
+    ):
+        lines.append(
+            f"{r['model']:<17}{r['normalization_type']:<11}{r['hidden_act']:<6}"
+            f"{r['precision']:<13}{r['threads']:>4}{r['median_ms']:>11.2f}"
+            f"{r['min_ms']:>9.2f}{r['size_bytes'] / 1e6:>9.2f}"
+        )
     lines.append("")
-    lines.append(f"ratios (paper, Pixel 4, 4 threads: latency {paper.FASTER_THAN_BERT_BASE}x, "
-                 f"size {paper.SMALLER_THAN_BERT_BASE}x)")
+    lines.append(
+        f"ratios (paper, Pixel 4, 4 threads: latency {paper.FASTER_THAN_BERT_BASE}x, "
+        f"size {paper.SMALLER_THAN_BERT_BASE}x)"
+    )
     for s in summarize(records):
         dyn = s.get("size_ratio_dynamic_int8")
         lines.append(
@@ -225,6 +284,6 @@ def format_report(records: Sequence[dict]) -> str:
             f"({s['baseline_fp32_ms']:.1f} / {s['model_fp32_ms']:.1f} ms; by min "
             f"{s['latency_ratio_fp32_min']:.2f}x); "
             f"fastest ({s['fastest_precision']}) {s['fastest_speedup']:.2f}x; "
-            f"size fp32 {s['size_ratio_fp32']:.2f}x"
-            + (f", dynamic_int8 {dyn:.2f}x" if dyn else ""))
+            f"size fp32 {s['size_ratio_fp32']:.2f}x" + (f", dynamic_int8 {dyn:.2f}x" if dyn else "")
+        )
     return "\n".join(lines)

@@ -12,7 +12,7 @@ import json
 import os
 import statistics
 import time
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from mbert_lib import atomic
 
@@ -27,11 +27,10 @@ class Timing:
     repeats: int
 
     @classmethod
-    def from_samples(cls, samples_ms: list[float]) -> "Timing":
+    def from_samples(cls, samples_ms: list[float]) -> Timing:
         if not samples_ms:
             raise ValueError("samples_ms is empty: need at least one timed run")
-        return cls(statistics.median(samples_ms), min(samples_ms), max(samples_ms),
-                   len(samples_ms))
+        return cls(statistics.median(samples_ms), min(samples_ms), max(samples_ms), len(samples_ms))
 
 
 def time_callable(fn: Callable[[], object], repeats: int = 20, warmup: int = 3) -> Timing:
@@ -52,8 +51,9 @@ def time_callable(fn: Callable[[], object], repeats: int = 20, warmup: int = 3) 
     return Timing.from_samples(samples)
 
 
-def interleaved_timings(fns: dict[str, Callable[[], object]], repeats: int = 20,
-                        warmup: int = 3) -> dict[str, Timing]:
+def interleaved_timings(
+    fns: dict[str, Callable[[], object]], repeats: int = 20, warmup: int = 3
+) -> dict[str, Timing]:
     """Times several callables round-robin, so background load hits all alike.
 
     Each is first called `warmup` times untimed (one after the other); then

@@ -15,6 +15,7 @@ import argparse
 import importlib
 import pkgutil
 import sys
+from pathlib import Path
 
 
 class CommandError(Exception):
@@ -34,8 +35,9 @@ def _commands() -> dict[str, dict[str | None, object]]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m mbert_lib", description="MobileBERT, step by step.")
+    # `mbert` (the console script) or `python -m mbert_lib`: the help names the one in use
+    prog = "mbert" if Path(sys.argv[0]).name == "mbert" else "python -m mbert_lib"
+    parser = argparse.ArgumentParser(prog=prog, description="MobileBERT, step by step.")
     commands = parser.add_subparsers(dest="command", metavar="<command>", required=True)
     for command, subs in sorted(_commands().items()):
         if list(subs) == [None]:
@@ -44,10 +46,10 @@ def build_parser() -> argparse.ArgumentParser:
             module.add_arguments(p)
             p.set_defaults(_run=module.run)
             continue
-        group = commands.add_parser(command, help=f"{command} subcommands: "
-                                    + ", ".join(sorted(s for s in subs if s)))
-        subparsers = group.add_subparsers(dest="subcommand", metavar="<subcommand>",
-                                          required=True)
+        group = commands.add_parser(
+            command, help=f"{command} subcommands: " + ", ".join(sorted(s for s in subs if s))
+        )
+        subparsers = group.add_subparsers(dest="subcommand", metavar="<subcommand>", required=True)
         for sub, module in sorted(subs.items(), key=lambda kv: kv[0] or ""):
             p = subparsers.add_parser(sub, help=module.HELP, description=module.HELP)
             module.add_arguments(p)
@@ -62,12 +64,17 @@ def main(argv: list[str] | None = None) -> int:
     except (CommandError, ValueError, FileNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    except OSError as e:     # a read-only or full disk, a permission: the file, not a traceback
+    except OSError as e:  # a read-only or full disk, a permission: the file, not a traceback
         where = f"{e.filename}: " if e.filename else ""
-        print(f"error: {where}{e.strerror or e} (is it writable, with space left? Or choose "
-              "another directory)", file=sys.stderr)
+        print(
+            f"error: {where}{e.strerror or e} (is it writable, with space left? Or choose "
+            "another directory)",
+            file=sys.stderr,
+        )
         return 2
     except KeyboardInterrupt:
-        print("interrupted: finished work is kept; run the same command again to resume",
-              file=sys.stderr)
+        print(
+            "interrupted: finished work is kept; run the same command again to resume",
+            file=sys.stderr,
+        )
         return 130

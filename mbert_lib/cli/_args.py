@@ -15,11 +15,12 @@ def _int_at_least(minimum: int, expected: str):
         if value < minimum:
             raise argparse.ArgumentTypeError(f"expected {expected}, got {value}")
         return value
+
     return parse
 
 
-positive_int = _int_at_least(1, "a positive integer")     # a batch size, a length, repeats
-nonnegative_int = _int_at_least(0, "an integer >= 0")      # untimed warm-up steps
+positive_int = _int_at_least(1, "a positive integer")  # a batch size, a length, repeats
+nonnegative_int = _int_at_least(0, "an integer >= 0")  # untimed warm-up steps
 
 
 def output_file(text: str) -> str:
@@ -35,12 +36,16 @@ def check_seq_length(seq_length: int, configs: dict, flag: str = "--seq_length")
     (`configs`: name -> MobileBertConfig)."""
     for name, config in configs.items():
         if seq_length > config.max_position_embeddings:
-            raise ValueError(f"{flag} {seq_length} exceeds {name}'s max_position_embeddings "
-                             f"({config.max_position_embeddings})")
+            raise ValueError(
+                f"{flag} {seq_length} exceeds {name}'s max_position_embeddings "
+                f"({config.max_position_embeddings})"
+            )
 
 
 def check_predictions(args) -> None:
     """ValueError unless --max_predictions_per_seq fits in --seq_length."""
     if args.max_predictions_per_seq > args.seq_length:
-        raise ValueError(f"--max_predictions_per_seq ({args.max_predictions_per_seq}) exceeds "
-                         f"--seq_length ({args.seq_length})")
+        raise ValueError(
+            f"--max_predictions_per_seq ({args.max_predictions_per_seq}) exceeds "
+            f"--seq_length ({args.seq_length})"
+        )

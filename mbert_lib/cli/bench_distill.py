@@ -20,24 +20,33 @@ DEFAULT_ROUNDS = 3
 def add_arguments(parser) -> None:
     parser.add_argument("--teacher", default="tiny_teacher", help="teacher preset")
     parser.add_argument("--student", default="tiny_student", help="student preset")
-    parser.add_argument("--embedding_size", type=positive_int, default=64,
-                        help="token embedding width E of both models (default %(default)s, the "
-                             "benchmark problem against tf-models; the laptop presets use 32)")
+    parser.add_argument(
+        "--embedding_size",
+        type=positive_int,
+        default=64,
+        help="token embedding width E of both models (default %(default)s, the "
+        "benchmark problem against tf-models; the laptop presets use 32)",
+    )
     parser.add_argument("--seq_length", type=positive_int, default=128)
     parser.add_argument("--batch_size", type=positive_int, default=32)
     parser.add_argument("--max_predictions_per_seq", type=positive_int, default=20)
-    parser.add_argument("--repeats", type=positive_int, default=20,
-                        help="timed steps per variant")
-    parser.add_argument("--warmup", type=nonnegative_int, default=3,
-                        help="untimed steps per variant")
+    parser.add_argument("--repeats", type=positive_int, default=20, help="timed steps per variant")
+    parser.add_argument(
+        "--warmup", type=nonnegative_int, default=3, help="untimed steps per variant"
+    )
     parser.add_argument("--mixed_precision", default="float32", choices=["float32", "bfloat16"])
     parser.add_argument("--jit_compile", action="store_true", help="compile the step with XLA")
-    parser.add_argument("--anchor_python",
-                        help="Python of the tf-models venv (experiments/tf_models_anchor/"
-                             "README.md): also time tf-models' BertDistillationTask, same run")
-    parser.add_argument("--rounds", type=positive_int, default=None,
-                        help=f"with --anchor_python: rounds of ours then the anchor "
-                             f"(default {DEFAULT_ROUNDS})")
+    parser.add_argument(
+        "--anchor_python",
+        help="Python of the tf-models venv (experiments/tf_models_anchor/"
+        "README.md): also time tf-models' BertDistillationTask, same run",
+    )
+    parser.add_argument(
+        "--rounds",
+        type=positive_int,
+        default=None,
+        help=f"with --anchor_python: rounds of ours then the anchor (default {DEFAULT_ROUNDS})",
+    )
     parser.add_argument("--json", type=output_file, help="write the records to this JSON file")
 
 
@@ -48,15 +57,27 @@ def run(args) -> int:
 
     if args.anchor_python is None and args.rounds is not None:
         raise ValueError("--rounds needs --anchor_python (rounds alternate ours and the anchor)")
-    teacher, student = (get_preset(name).replace(embedding_size=args.embedding_size)
-                        for name in (args.teacher, args.student))
+    teacher, student = (
+        get_preset(name).replace(embedding_size=args.embedding_size)
+        for name in (args.teacher, args.student)
+    )
     check_seq_length(args.seq_length, {args.teacher: teacher, args.student: student})
     check_predictions(args)
     if args.anchor_python is not None:
         return _run_with_anchor(args, teacher, student)
-    records = next(distill_rounds(
-        teacher, student, args.seq_length, args.batch_size, args.max_predictions_per_seq,
-        args.repeats, args.warmup, args.mixed_precision, args.jit_compile))
+    records = next(
+        distill_rounds(
+            teacher,
+            student,
+            args.seq_length,
+            args.batch_size,
+            args.max_predictions_per_seq,
+            args.repeats,
+            args.warmup,
+            args.mixed_precision,
+            args.jit_compile,
+        )
+    )
     for r in records:
         r.update(teacher=args.teacher, student=args.student, embedding_size=args.embedding_size)
         print(_line(r))
@@ -66,9 +87,11 @@ def run(args) -> int:
 
 
 def _line(r: dict) -> str:
-    return (f"{r['variant']:<17} {r['median_step_ms']:8.1f} ms/step  "
-            f"{r['steps_per_second']:6.2f} steps/s  {r['tokens_per_second']:9,.0f} tokens/s  "
-            f"{r['gflop_per_step']:5.1f} GFLOP/step = {r['gflop_per_second']:5.1f} GFLOP/s")
+    return (
+        f"{r['variant']:<17} {r['median_step_ms']:8.1f} ms/step  "
+        f"{r['steps_per_second']:6.2f} steps/s  {r['tokens_per_second']:9,.0f} tokens/s  "
+        f"{r['gflop_per_step']:5.1f} GFLOP/step = {r['gflop_per_second']:5.1f} GFLOP/s"
+    )
 
 
 def _run_with_anchor(args, teacher, student) -> int:
@@ -84,16 +107,30 @@ def _run_with_anchor(args, teacher, student) -> int:
     if rounds < 1:
         raise ValueError(f"--rounds must be >= 1, got {rounds}")
     if args.mixed_precision != "float32":
-        raise ValueError("the tf-models anchor runs float32: compare with --mixed_precision "
-                         f"float32, got {args.mixed_precision}")
-    check_anchor(args.anchor_python)           # fail before building anything
-    config = {"teacher": teacher.to_dict(), "student": student.to_dict(),
-              "seq_length": args.seq_length, "batch_size": args.batch_size,
-              "max_predictions_per_seq": args.max_predictions_per_seq}
+        raise ValueError(
+            "the tf-models anchor runs float32: compare with --mixed_precision "
+            f"float32, got {args.mixed_precision}"
+        )
+    check_anchor(args.anchor_python)  # fail before building anything
+    config = {
+        "teacher": teacher.to_dict(),
+        "student": student.to_dict(),
+        "seq_length": args.seq_length,
+        "batch_size": args.batch_size,
+        "max_predictions_per_seq": args.max_predictions_per_seq,
+    }
     load_start = list(os.getloadavg())
-    ours_rounds = distill_rounds(teacher, student, args.seq_length, args.batch_size,
-                                 args.max_predictions_per_seq, args.repeats, args.warmup,
-                                 args.mixed_precision, args.jit_compile)
+    ours_rounds = distill_rounds(
+        teacher,
+        student,
+        args.seq_length,
+        args.batch_size,
+        args.max_predictions_per_seq,
+        args.repeats,
+        args.warmup,
+        args.mixed_precision,
+        args.jit_compile,
+    )
     ours, anchor = [], []
     for r in range(rounds):
         ours.append({x["variant"]: x for x in next(ours_rounds)})
@@ -103,20 +140,30 @@ def _run_with_anchor(args, teacher, student) -> int:
     load_end = list(os.getloadavg())
     comparison = compare_rounds(ours, anchor)
     for c in comparison:
-        print(f"{c['variant']:<17} ours {c['ours_median_tokens_per_second']:9,.0f} tokens/s  "
-              f"tf-models {c['anchor_median_tokens_per_second']:9,.0f} tokens/s  ratio per "
-              f"round {' '.join(f'{x:.2f}' for x in c['ratio_per_round'])}  "
-              f"median {c['median_ratio']:.2f}x")
+        print(
+            f"{c['variant']:<17} ours {c['ours_median_tokens_per_second']:9,.0f} tokens/s  "
+            f"tf-models {c['anchor_median_tokens_per_second']:9,.0f} tokens/s  ratio per "
+            f"round {' '.join(f'{x:.2f}' for x in c['ratio_per_round'])}  "
+            f"median {c['median_ratio']:.2f}x"
+        )
     print(f"load average (1, 5, 15 min): start {load_start}, end {load_end}")
     if args.json:
-        result = {"teacher": args.teacher, "student": args.student,
-                  "embedding_size": args.embedding_size, "rounds": rounds,
-                  "repeats": args.repeats, "warmup": args.warmup,
-                  "jit_compile": args.jit_compile, "mixed_precision": args.mixed_precision,
-                  "hardware": cpu_info(), "load_average_start": load_start,
-                  "load_average_end": load_end, "comparison": comparison,
-                  "ours": [list(x.values()) for x in ours],
-                  "anchor": [list(x.values()) for x in anchor]}
+        result = {
+            "teacher": args.teacher,
+            "student": args.student,
+            "embedding_size": args.embedding_size,
+            "rounds": rounds,
+            "repeats": args.repeats,
+            "warmup": args.warmup,
+            "jit_compile": args.jit_compile,
+            "mixed_precision": args.mixed_precision,
+            "hardware": cpu_info(),
+            "load_average_start": load_start,
+            "load_average_end": load_end,
+            "comparison": comparison,
+            "ours": [list(x.values()) for x in ours],
+            "anchor": [list(x.values()) for x in anchor],
+        }
         atomic.write_text(args.json, json.dumps(result, indent=2, allow_nan=False) + "\n")
     return 0
 

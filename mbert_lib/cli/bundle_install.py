@@ -1,19 +1,26 @@
 """`python -m mbert_lib bundle install`: a bundle's trained steps into a run directory."""
 
-HELP = ("check a bundle's sha256 and put its trained steps into a run directory (the data "
-        "step runs first and must match the bundle's)")
+HELP = (
+    "check a bundle's sha256 and put its trained steps into a run directory (the data "
+    "step runs first and must match the bundle's)"
+)
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--bundle", default=None,
-                        help="the bundle (default: bundles/laptop.tar.xz)")
-    parser.add_argument("--preset", default="laptop", help="the run's preset (default: "
-                        "%(default)s)")
-    parser.add_argument("--out", default=None,
-                        help="the run directory (default: runs/<preset>)")
-    parser.add_argument("--data-dir", "--data_dir", dest="data_dir", default=None,
-                        help="the data the bundle was made from (default: $MBERT_DATA_DIR, "
-                             "else builtin)")
+    parser.add_argument(
+        "--bundle", default=None, help="the bundle (default: bundles/laptop.tar.xz)"
+    )
+    parser.add_argument(
+        "--preset", default="laptop", help="the run's preset (default: %(default)s)"
+    )
+    parser.add_argument("--out", default=None, help="the run directory (default: runs/<preset>)")
+    parser.add_argument(
+        "--data-dir",
+        "--data_dir",
+        dest="data_dir",
+        default=None,
+        help="the data the bundle was made from (default: $MBERT_DATA_DIR, else builtin)",
+    )
 
 
 def run(args) -> int:

@@ -1,18 +1,26 @@
 """`python -m mbert_lib bundle write`: the compact bundle of a finished run's trained steps."""
 
-HELP = ("pack a finished run's teacher, PKT student, no-AT ablation and transfer summary "
-        "into an xz bundle (+ .sha256) that notebooks install instead of training")
+HELP = (
+    "pack a finished run's teacher, PKT student, no-AT ablation and transfer summary "
+    "into an xz bundle (+ .sha256) that notebooks install instead of training"
+)
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--preset", default="laptop", help="the run's preset (default: "
-                        "%(default)s)")
-    parser.add_argument("--run", default=None,
-                        help="the run directory (default: runs/<preset>)")
-    parser.add_argument("--data-dir", "--data_dir", dest="data_dir", default=None,
-                        help="the data the run used (default: $MBERT_DATA_DIR, else builtin)")
-    parser.add_argument("--out", default=None,
-                        help="the bundle to write (default: bundles/laptop.tar.xz)")
+    parser.add_argument(
+        "--preset", default="laptop", help="the run's preset (default: %(default)s)"
+    )
+    parser.add_argument("--run", default=None, help="the run directory (default: runs/<preset>)")
+    parser.add_argument(
+        "--data-dir",
+        "--data_dir",
+        dest="data_dir",
+        default=None,
+        help="the data the run used (default: $MBERT_DATA_DIR, else builtin)",
+    )
+    parser.add_argument(
+        "--out", default=None, help="the bundle to write (default: bundles/laptop.tar.xz)"
+    )
 
 
 def run(args) -> int:

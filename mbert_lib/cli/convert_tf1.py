@@ -5,13 +5,22 @@ HELP = "convert a TF1 MobileBERT checkpoint (google-research layout) to a TF2 ch
 
 def add_arguments(parser) -> None:
     parser.add_argument("--bert_config_file", required=True, help="the released bert_config.json")
-    parser.add_argument("--tf1_checkpoint_path", required=True,
-                        help="TF1 checkpoint prefix (e.g. .../mobilebert_variables.ckpt) "
-                             "or a directory with a 'checkpoint' file")
-    parser.add_argument("--tf2_checkpoint_path", required=True,
-                        help="output directory: bert_config.json + checkpoint + conversion.json")
-    parser.add_argument("--use_model_prefix", action="store_true",
-                        help="store the Pretrainer under 'model/' (as tf.train.Checkpoint(model=...))")
+    parser.add_argument(
+        "--tf1_checkpoint_path",
+        required=True,
+        help="TF1 checkpoint prefix (e.g. .../mobilebert_variables.ckpt) "
+        "or a directory with a 'checkpoint' file",
+    )
+    parser.add_argument(
+        "--tf2_checkpoint_path",
+        required=True,
+        help="output directory: bert_config.json + checkpoint + conversion.json",
+    )
+    parser.add_argument(
+        "--use_model_prefix",
+        action="store_true",
+        help="store the Pretrainer under 'model/' (as tf.train.Checkpoint(model=...))",
+    )
     parser.add_argument("--overwrite", action="store_true", help="replace an existing output")
 
 
@@ -24,8 +33,12 @@ def run(args) -> int:
         raise CommandError(f"{args.tf2_checkpoint_path} already exists (use --overwrite)")
     from mbert_lib.convert import convert_tf1_checkpoint
 
-    report = convert_tf1_checkpoint(args.bert_config_file, args.tf1_checkpoint_path,
-                                    args.tf2_checkpoint_path, args.use_model_prefix,
-                                    args.overwrite)
+    report = convert_tf1_checkpoint(
+        args.bert_config_file,
+        args.tf1_checkpoint_path,
+        args.tf2_checkpoint_path,
+        args.use_model_prefix,
+        args.overwrite,
+    )
     print(report.summary())
     return 0

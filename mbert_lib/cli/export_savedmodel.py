@@ -1,32 +1,57 @@
 """`python -m mbert_lib export savedmodel`: a pretrainer as TF-Hub-style encoder +
 preprocessing SavedModels, a fine-tuned classifier as one serving SavedModel (strings in)."""
 
-HELP = ("export a pretrainer as a TF-Hub-style encoder SavedModel (with an `mlm` sub-object) "
-        "and a matching preprocessing SavedModel, or a fine-tuned classifier as one serving "
-        "SavedModel (strings or token ids -> logits, probabilities, label)")
+HELP = (
+    "export a pretrainer as a TF-Hub-style encoder SavedModel (with an `mlm` sub-object) "
+    "and a matching preprocessing SavedModel, or a fine-tuned classifier as one serving "
+    "SavedModel (strings or token ids -> logits, probabilities, label)"
+)
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--checkpoint", required=True,
-                        help="a model directory (a pretrainer, or a `finetune` output) or a "
-                             "prefix inside one")
-    parser.add_argument("--config", default=None,
-                        help="bert_config.json (default: the one in the checkpoint directory; "
-                             "if both exist they must agree)")
-    parser.add_argument("--vocab_file", default=None,
-                        help="the model's vocab.txt (default: the checkpoint directory's)")
-    parser.add_argument("--do_lower_case", action="store_true", default=None,
-                        help="lower-case and strip accents before WordPiece (default: the "
-                             "vocabulary's tokenizer_config.json, else lower-case)")
-    parser.add_argument("--no_lower_case", dest="do_lower_case", action="store_false",
-                        help="keep case (cased vocabularies)")
+    parser.add_argument(
+        "--checkpoint",
+        required=True,
+        help="a model directory (a pretrainer, or a `finetune` output) or a prefix inside one",
+    )
+    parser.add_argument(
+        "--config",
+        default=None,
+        help="bert_config.json (default: the one in the checkpoint directory; "
+        "if both exist they must agree)",
+    )
+    parser.add_argument(
+        "--vocab_file",
+        default=None,
+        help="the model's vocab.txt (default: the checkpoint directory's)",
+    )
+    parser.add_argument(
+        "--do_lower_case",
+        action="store_true",
+        default=None,
+        help="lower-case and strip accents before WordPiece (default: the "
+        "vocabulary's tokenizer_config.json, else lower-case)",
+    )
+    parser.add_argument(
+        "--no_lower_case",
+        dest="do_lower_case",
+        action="store_false",
+        help="keep case (cased vocabularies)",
+    )
     parser.add_argument("--export_path", required=True, help="the SavedModel directory")
-    parser.add_argument("--preprocess_export_path", default=None,
-                        help="pretrainer only: the preprocessing SavedModel directory "
-                             "(default: EXPORT_PATH_preprocess)")
-    parser.add_argument("--seq_length", type=int, default=None,
-                        help="the length strings are packed to (default: a classifier's "
-                             "fine-tuning length, else 128)")
+    parser.add_argument(
+        "--preprocess_export_path",
+        default=None,
+        help="pretrainer only: the preprocessing SavedModel directory "
+        "(default: EXPORT_PATH_preprocess)",
+    )
+    parser.add_argument(
+        "--seq_length",
+        type=int,
+        default=None,
+        help="the length strings are packed to (default: a classifier's "
+        "fine-tuning length, else 128)",
+    )
     parser.add_argument("--overwrite", action="store_true", help="replace existing outputs")
 
 
@@ -62,17 +87,22 @@ def run(args) -> int:
 
         labels = classifier_labels(args.checkpoint, model.num_classes)
         seq_length = args.seq_length or labels.seq_length or 128
-        export_classifier_savedmodel(model, labels, vocab_file, args.export_path, do_lower_case,
-                                     seq_length, args.overwrite)
+        export_classifier_savedmodel(
+            model, labels, vocab_file, args.export_path, do_lower_case, seq_length, args.overwrite
+        )
         names = ", ".join(labels.names) or "a regression score"
-        print(f"wrote classifier SavedModel {args.export_path} ({names}; strings packed to "
-              f"seq_length {seq_length})")
+        print(
+            f"wrote classifier SavedModel {args.export_path} ({names}; strings packed to "
+            f"seq_length {seq_length})"
+        )
         return 0
     from mbert_lib.convert import export_preprocessing, export_savedmodel
 
     seq_length = args.seq_length or 128
     export_savedmodel(model, vocab_file, args.export_path, do_lower_case, args.overwrite)
     export_preprocessing(vocab_file, outputs[1], do_lower_case, seq_length, args.overwrite)
-    print(f"wrote encoder SavedModel {args.export_path}\n"
-          f"wrote preprocessing SavedModel {outputs[1]} (seq_length {seq_length})")
+    print(
+        f"wrote encoder SavedModel {args.export_path}\n"
+        f"wrote preprocessing SavedModel {outputs[1]} (seq_length {seq_length})"
+    )
     return 0

@@ -1,50 +1,88 @@
 """`python -m mbert_lib export tflite`: a checkpoint to a .tflite file at one precision."""
 
-HELP = ("convert a model directory or checkpoint (mbert_lib.checkpoints) to TFLite at "
-        "fp32 / dynamic_int8 / float16 / int8")
+HELP = (
+    "convert a model directory or checkpoint (mbert_lib.checkpoints) to TFLite at "
+    "fp32 / dynamic_int8 / float16 / int8"
+)
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--checkpoint", required=True,
-                        help="a model directory, a training directory (its latest checkpoint) "
-                             "or a checkpoint prefix (see mbert_lib/checkpoints.py)")
-    parser.add_argument("--config", default=None,
-                        help="bert_config.json of the model (default: the one beside the "
-                             "checkpoint; if both exist they must agree)")
-    parser.add_argument("--precision", required=True,
-                        choices=("fp32", "dynamic_int8", "float16", "int8"))
-    parser.add_argument("--seq_length", type=int, default=128,
-                        help="sequence length T (with --dynamic_shape: of the int8 "
-                             "calibration set only)")
-    parser.add_argument("--dynamic_shape", action="store_true",
-                        help="leave batch and length open ([-1, -1]): the interpreter can "
-                             "resize the inputs at run time (default: fixed [1, T])")
+    parser.add_argument(
+        "--checkpoint",
+        required=True,
+        help="a model directory, a training directory (its latest checkpoint) "
+        "or a checkpoint prefix (see mbert_lib/checkpoints.py)",
+    )
+    parser.add_argument(
+        "--config",
+        default=None,
+        help="bert_config.json of the model (default: the one beside the "
+        "checkpoint; if both exist they must agree)",
+    )
+    parser.add_argument(
+        "--precision", required=True, choices=("fp32", "dynamic_int8", "float16", "int8")
+    )
+    parser.add_argument(
+        "--seq_length",
+        type=int,
+        default=128,
+        help="sequence length T (with --dynamic_shape: of the int8 calibration set only)",
+    )
+    parser.add_argument(
+        "--dynamic_shape",
+        action="store_true",
+        help="leave batch and length open ([-1, -1]): the interpreter can "
+        "resize the inputs at run time (default: fixed [1, T])",
+    )
     parser.add_argument("--output", required=True, help="the .tflite file to write")
-    parser.add_argument("--model", choices=("encoder", "classifier"), default="encoder",
-                        help="export the encoder (sequence_output, pooled_output) or the "
-                             "classifier (logits); default: encoder")
-    parser.add_argument("--calibration", default=None,
-                        help="int8 only: an .npz of tokenized examples (input_word_ids, "
-                             "input_mask, input_type_ids, each [n, seq_length]) to calibrate "
-                             "activation ranges; real sentences, not the evaluation set")
-    parser.add_argument("--calibration_limit", type=int, default=200,
-                        help="int8 only: at most this many calibration examples")
-    parser.add_argument("--int8_mask_penalty", default="20",
-                        help="int8 only: attention masks padded keys with scores*m - c*(1-m), "
-                             "c = this (int8 cannot hold the model's -1e9); 'none' keeps -1e9; "
-                             "default: %(default)s")
-    parser.add_argument("--metadata", action="store_true",
-                        help="classifiers: output the probabilities and pack TFLite metadata "
-                             "(vocabulary, labels, inputs) for the Task Library's "
-                             "BertNLClassifier; needs tflite-support in its own venv "
-                             "(docs/exports.md)")
-    parser.add_argument("--metadata_python", default=None,
-                        help="with --metadata: the Python that has tflite-support (default: "
-                             "the repository's .venv-tflite-support)")
+    parser.add_argument(
+        "--model",
+        choices=("encoder", "classifier"),
+        default="encoder",
+        help="export the encoder (sequence_output, pooled_output) or the "
+        "classifier (logits); default: encoder",
+    )
+    parser.add_argument(
+        "--calibration",
+        default=None,
+        help="int8 only: an .npz of tokenized examples (input_word_ids, "
+        "input_mask, input_type_ids, each [n, seq_length]) to calibrate "
+        "activation ranges; real sentences, not the evaluation set",
+    )
+    parser.add_argument(
+        "--calibration_limit",
+        type=int,
+        default=200,
+        help="int8 only: at most this many calibration examples",
+    )
+    parser.add_argument(
+        "--int8_mask_penalty",
+        default="20",
+        help="int8 only: attention masks padded keys with scores*m - c*(1-m), "
+        "c = this (int8 cannot hold the model's -1e9); 'none' keeps -1e9; "
+        "default: %(default)s",
+    )
+    parser.add_argument(
+        "--metadata",
+        action="store_true",
+        help="classifiers: output the probabilities and pack TFLite metadata "
+        "(vocabulary, labels, inputs) for the Task Library's "
+        "BertNLClassifier; needs tflite-support in its own venv "
+        "(docs/exports.md)",
+    )
+    parser.add_argument(
+        "--metadata_python",
+        default=None,
+        help="with --metadata: the Python that has tflite-support (default: "
+        "the repository's .venv-tflite-support)",
+    )
     parser.add_argument("--overwrite", action="store_true", help="replace an existing file")
-    parser.add_argument("--random_calibration", action="store_true",
-                        help="int8 only: calibrate on random token ids (smoke tests only: "
-                             "ranges from random ids do not match real text)")
+    parser.add_argument(
+        "--random_calibration",
+        action="store_true",
+        help="int8 only: calibrate on random token ids (smoke tests only: "
+        "ranges from random ids do not match real text)",
+    )
 
 
 def run(args) -> int:
@@ -53,9 +91,9 @@ def run(args) -> int:
 
     import numpy as np
 
+    from mbert_lib.checkpoints import load_config, load_model
     from mbert_lib.cli import CommandError
     from mbert_lib.config import MobileBertConfig
-    from mbert_lib.checkpoints import load_config, load_model
     from mbert_lib.convert.hf import vocab_beside
     from mbert_lib.export import representative, tflite, tflite_metadata
 
@@ -66,18 +104,23 @@ def run(args) -> int:
     if os.path.exists(args.output) and not args.overwrite:
         raise CommandError(f"{args.output} already exists (use --overwrite)")
     if args.precision != "int8" and (args.calibration or args.random_calibration):
-        raise CommandError(f"--calibration and --random_calibration are for --precision int8 "
-                           f"(the activation ranges of full-integer models); {args.precision} "
-                           "needs none")
+        raise CommandError(
+            f"--calibration and --random_calibration are for --precision int8 "
+            f"(the activation ranges of full-integer models); {args.precision} "
+            "needs none"
+        )
     if args.metadata_python and not args.metadata:
         raise CommandError("--metadata_python is for --metadata")
     if args.metadata:
         labels = _metadata_labels(args)
-    config = load_config(args.checkpoint,
-                         MobileBertConfig.from_json_file(args.config) if args.config else None)
+    config = load_config(
+        args.checkpoint, MobileBertConfig.from_json_file(args.config) if args.config else None
+    )
     if args.seq_length > config.max_position_embeddings:
-        raise CommandError(f"--seq_length {args.seq_length} exceeds max_position_embeddings "
-                           f"= {config.max_position_embeddings} of the model's config")
+        raise CommandError(
+            f"--seq_length {args.seq_length} exceeds max_position_embeddings "
+            f"= {config.max_position_embeddings} of the model's config"
+        )
     dataset = None
     if args.int8_mask_penalty.lower() == "none":
         penalty = None
@@ -85,8 +128,9 @@ def run(args) -> int:
         try:
             penalty = float(args.int8_mask_penalty)
         except ValueError:
-            raise CommandError(f"--int8_mask_penalty must be a number or 'none', "
-                               f"got {args.int8_mask_penalty!r}") from None
+            raise CommandError(
+                f"--int8_mask_penalty must be a number or 'none', got {args.int8_mask_penalty!r}"
+            ) from None
     if args.precision == "int8":
         if args.calibration:
             with np.load(args.calibration) as data:
@@ -97,34 +141,45 @@ def run(args) -> int:
                 raise CommandError(f"--calibration {args.calibration}: {e}") from None
         elif args.random_calibration:
             features = representative.random_features(
-                args.calibration_limit, args.seq_length, config.vocab_size,
-                config.type_vocab_size)
+                args.calibration_limit, args.seq_length, config.vocab_size, config.type_vocab_size
+            )
         else:
-            raise CommandError("--precision int8 needs --calibration FILE.npz "
-                               "(or --random_calibration for a smoke test)")
+            raise CommandError(
+                "--precision int8 needs --calibration FILE.npz "
+                "(or --random_calibration for a smoke test)"
+            )
         dataset = representative.representative_dataset(features, args.calibration_limit)
     model = load_model(args.checkpoint, args.model, config)
-    export = dict(representative_dataset=dataset, int8_mask_penalty=penalty,
-                  dynamic_shape=args.dynamic_shape, probabilities=args.metadata)
+    export = dict(
+        representative_dataset=dataset,
+        int8_mask_penalty=penalty,
+        dynamic_shape=args.dynamic_shape,
+        probabilities=args.metadata,
+    )
     if args.metadata:
         with tempfile.TemporaryDirectory(prefix="mbert_tflite_") as tmp:
             plain = os.path.join(tmp, "model.tflite")
             tflite.export_tflite(model, plain, args.precision, args.seq_length, **export)
             tflite_metadata.write_metadata(
-                plain, args.output, vocab_beside(args.checkpoint), labels.names,
+                plain,
+                args.output,
+                vocab_beside(args.checkpoint),
+                labels.names,
                 name=f"MobileBERT {labels.task or 'text'} classifier",
                 description=f"{labels.task or 'text'} classifier fine-tuned with mbert_lib "
-                            f"({args.precision}, {args.seq_length} tokens)",
-                python=args.metadata_python)
+                f"({args.precision}, {args.seq_length} tokens)",
+                python=args.metadata_python,
+            )
         size = os.path.getsize(args.output)
     else:
-        size = tflite.export_tflite(model, args.output, args.precision, args.seq_length,
-                                    **export)
+        size = tflite.export_tflite(model, args.output, args.precision, args.seq_length, **export)
     shape = "[any, any]" if args.dynamic_shape else f"[1, {args.seq_length}]"
-    what = (f"classifier of {list(labels.names)} with BertNLClassifier metadata"
-            if args.metadata else args.model)
-    print(f"wrote {args.output}: {what}, {args.precision}, inputs {shape}, "
-          f"{size / 1e6:.2f} MB")
+    what = (
+        f"classifier of {list(labels.names)} with BertNLClassifier metadata"
+        if args.metadata
+        else args.model
+    )
+    print(f"wrote {args.output}: {what}, {args.precision}, inputs {shape}, {size / 1e6:.2f} MB")
     if args.metadata:
         print(f"note: {tflite_metadata.ACCENTS_NOTE}")
     return 0
@@ -147,7 +202,9 @@ def _metadata_labels(args):
     labels = classifier_labels(args.checkpoint, heads[0][1])
     check_metadata_target(labels, args.dynamic_shape)
     if vocab_beside(args.checkpoint) is None:
-        raise CommandError(f"{args.checkpoint} has no vocab.txt beside it: the metadata packs "
-                           "the tokenizer's vocabulary")
-    support_python(args.metadata_python)                 # fail before converting
+        raise CommandError(
+            f"{args.checkpoint} has no vocab.txt beside it: the metadata packs "
+            "the tokenizer's vocabulary"
+        )
+    support_python(args.metadata_python)  # fail before converting
     return labels

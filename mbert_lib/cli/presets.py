@@ -18,7 +18,9 @@ def run(args) -> int:
     header = f"{'preset':<20}{'L':>4}{'H':>6}{'h':>6}{'E':>6}{'N':>4}{'F':>4}  norm        act"
     print(header)
     for name, c in PRESETS.items():
-        print(f"{name:<20}{c.num_hidden_layers:>4}{c.hidden_size:>6}{c.attention_width:>6}"
-              f"{c.embedding_size:>6}{c.num_attention_heads:>4}"
-              f"{c.num_feedforward_networks:>4}  {c.normalization_type:<12}{c.hidden_act}")
+        print(
+            f"{name:<20}{c.num_hidden_layers:>4}{c.hidden_size:>6}{c.attention_width:>6}"
+            f"{c.embedding_size:>6}{c.num_attention_heads:>4}"
+            f"{c.num_feedforward_networks:>4}  {c.normalization_type:<12}{c.hidden_act}"
+        )
     return 0

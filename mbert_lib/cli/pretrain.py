@@ -4,14 +4,23 @@ HELP = "pre-train a model with MLM + NSP (the IB-BERT teacher) from an experimen
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--config_file", required=True,
-                        help="experiment yaml, e.g. experiments/pretrain_tiny_teacher.yaml")
-    parser.add_argument("--params_override", default="",
-                        help="comma-separated dotted overrides, e.g. "
-                             "'trainer.train_steps=100,runtime.mixed_precision=bfloat16'")
-    parser.add_argument("--model_dir", required=True,
-                        help="where checkpoints, TensorBoard logs and the final model go; "
-                             "re-running resumes (or reports a finished run)")
+    parser.add_argument(
+        "--config_file",
+        required=True,
+        help="experiment yaml, e.g. experiments/pretrain_tiny_teacher.yaml",
+    )
+    parser.add_argument(
+        "--params_override",
+        default="",
+        help="comma-separated dotted overrides, e.g. "
+        "'trainer.train_steps=100,runtime.mixed_precision=bfloat16'",
+    )
+    parser.add_argument(
+        "--model_dir",
+        required=True,
+        help="where checkpoints, TensorBoard logs and the final model go; "
+        "re-running resumes (or reports a finished run)",
+    )
     parser.add_argument("--no_progress", action="store_true", help="hide the progress bar")
 
 
@@ -20,13 +29,15 @@ def run(args) -> int:
     from mbert_lib.train.checkpointing import is_done
 
     experiment = load_experiment(args.config_file, args.params_override or None)
-    if is_done(args.model_dir, experiment.trainer.train_steps):   # no plan: the trainer says
-        from mbert_lib.train.pretrain import run_pretraining      # done, or that it differs
+    if is_done(args.model_dir, experiment.trainer.train_steps):  # no plan: the trainer says
+        from mbert_lib.train.pretrain import run_pretraining  # done, or that it differs
 
         run_pretraining(experiment, args.model_dir, show_progress=False)
         return 0
-    print(f"# experiment: {args.config_file}"
-          + (f" with {args.params_override}" if args.params_override else ""))
+    print(
+        f"# experiment: {args.config_file}"
+        + (f" with {args.params_override}" if args.params_override else "")
+    )
     print(to_yaml(experiment), end="", flush=True)
 
     from mbert_lib.train.pretrain import run_pretraining

@@ -1,30 +1,40 @@
 """`python -m mbert_lib reproduce`: every step of the paper at laptop scale, resumable."""
 
-HELP = ("run the whole reduced-size pipeline (data -> teacher -> transfer -> fine-tuning -> "
-        "TFLite -> report); finished steps are skipped, a killed run resumes")
+HELP = (
+    "run the whole reduced-size pipeline (data -> teacher -> transfer -> fine-tuning -> "
+    "TFLite -> report); finished steps are skipped, a killed run resumes"
+)
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--preset", default="laptop",
-                        help="laptop (tens of minutes on 2 cores) or smoke (minutes, tiny); "
-                             "default: %(default)s")
-    parser.add_argument("--data-dir", "--data_dir", dest="data_dir", default=None,
-                        help="local data in the original layouts (WikiText-2, GLUE SST-2), e.g. "
-                             "../shared/data; default: $MBERT_DATA_DIR, else the offline "
-                             "builtin corpus")
-    parser.add_argument("--out", default=None,
-                        help="output directory (default: runs/<preset>)")
-    parser.add_argument("--steps", default=None,
-                        help="comma-separated step names to run (and what they need); "
-                             "default: all but the optional ones (distill_seeds)")
+    parser.add_argument(
+        "--preset",
+        default="laptop",
+        help="laptop (tens of minutes on 2 cores) or smoke (minutes, tiny); default: %(default)s",
+    )
+    parser.add_argument(
+        "--data-dir",
+        "--data_dir",
+        dest="data_dir",
+        default=None,
+        help="local data in the original layouts (WikiText-2, GLUE SST-2), e.g. "
+        "../shared/data; default: $MBERT_DATA_DIR, else the offline "
+        "builtin corpus",
+    )
+    parser.add_argument("--out", default=None, help="output directory (default: runs/<preset>)")
+    parser.add_argument(
+        "--steps",
+        default=None,
+        help="comma-separated step names to run (and what they need); "
+        "default: all but the optional ones (distill_seeds)",
+    )
 
 
 def run(args) -> int:
     import os
 
-    from mbert_lib.pipeline import STEPS, make_context, run_steps, summary_table
-
     from mbert_lib.cli import CommandError
+    from mbert_lib.pipeline import STEPS, make_context, run_steps, summary_table
 
     if args.out is not None and os.path.exists(args.out) and not os.path.isdir(args.out):
         raise CommandError(f"--out {args.out} is a file; expected a directory for the run")
@@ -34,19 +44,25 @@ def run(args) -> int:
         if not only:
             raise CommandError("--steps names no step (leave it out to run every step)")
     ctx = make_context(args.preset, args.out, args.data_dir)
-    ctx.log(f"reproduce: preset {args.preset}, output {ctx.out_dir}, data "
-            f"{ctx.data_dir or 'builtin (offline default)'}")
+    ctx.log(
+        f"reproduce: preset {args.preset}, output {ctx.out_dir}, data "
+        f"{ctx.data_dir or 'builtin (offline default)'}"
+    )
     records: list[dict] = []
     try:
         run_steps(STEPS, ctx, only, records=records)
     except BaseException:
         if records:
-            ctx.log("\n" + summary_table(records) + "\nthe run stopped; run the same command "
-                    "again to resume (finished steps are skipped)")
+            ctx.log(
+                "\n" + summary_table(records) + "\nthe run stopped; run the same command "
+                "again to resume (finished steps are skipped)"
+            )
         raise
     ctx.log("\n" + summary_table(records))
     left_out = [s.name for s in STEPS if s.optional and not (only and s.name in only)]
     if left_out:
-        ctx.log(f"optional steps not run: {', '.join(left_out)} (add them with --steps "
-                f"{','.join(left_out)},report)")
+        ctx.log(
+            f"optional steps not run: {', '.join(left_out)} (add them with --steps "
+            f"{','.join(left_out)},report)"
+        )
     return 0

@@ -1,7 +1,8 @@
 """Checkpoint conversion and export: TF1, Hugging Face, mbert_lib TF2, TF-Hub-style SavedModels.
 
-    save_pretrainer(model, dir)                      Keras -> a model directory (mbert_lib.checkpoints,
-                                                     whose load_pretrainer / load_encoder read it back)
+    save_pretrainer(model, dir)                      Keras -> a model directory (read back by
+                                                     mbert_lib.checkpoints' load_pretrainer /
+                                                     load_encoder)
     convert_tf1_checkpoint(config, tf1_path, dir)    released TF1 checkpoint -> dir
     convert_hf(hf_dir, dir) / export_hf(dir, hf_dir) Hugging Face layout <-> dir
     export_savedmodel(model, vocab, path)            encoder SavedModel (+ `mlm` sub-object)
@@ -32,10 +33,25 @@ from mbert_lib.convert.tf2 import (
 )
 
 __all__ = [
-    "CheckpointMismatchError", "ConversionReport", "Entry", "convert_hf",
-    "convert_tf1_checkpoint", "export_hf", "export_preprocessing", "export_savedmodel",
-    "load_config", "load_encoder", "load_pretrainer", "name_map", "name_table",
-    "pretrainer_from_tf1_arrays", "random_tf1_arrays", "read_hf_directory",
-    "read_tf1_checkpoint", "save_pretrainer", "tf1_arrays_from_pretrainer",
-    "write_hf_directory", "write_tf1_checkpoint",
+    "CheckpointMismatchError",
+    "ConversionReport",
+    "Entry",
+    "convert_hf",
+    "convert_tf1_checkpoint",
+    "export_hf",
+    "export_preprocessing",
+    "export_savedmodel",
+    "load_config",
+    "load_encoder",
+    "load_pretrainer",
+    "name_map",
+    "name_table",
+    "pretrainer_from_tf1_arrays",
+    "random_tf1_arrays",
+    "read_hf_directory",
+    "read_tf1_checkpoint",
+    "save_pretrainer",
+    "tf1_arrays_from_pretrainer",
+    "write_hf_directory",
+    "write_tf1_checkpoint",
 ]

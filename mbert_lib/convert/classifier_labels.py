@@ -17,16 +17,16 @@ from __future__ import annotations
 import dataclasses
 import os
 from pathlib import Path
-from typing import Optional
+
 
 @dataclasses.dataclass(frozen=True)
 class ClassifierLabels:
     """The outputs of a classifier: label names (id order), pair input, fine-tuning length."""
 
-    task: Optional[str]
+    task: str | None
     names: tuple[str, ...]
     pair: bool = False
-    seq_length: Optional[int] = None
+    seq_length: int | None = None
 
     @property
     def regression(self) -> bool:
@@ -68,6 +68,8 @@ def classifier_labels(path: str | os.PathLike, num_classes: int) -> ClassifierLa
         raise ValueError(
             f"{directory}: the classifier's head has {num_classes} output(s), but its "
             f"{experiment_file.name} names task {task.name!r}, which has {task.num_classes} "
-            f"({classes}): is this the directory the task was fine-tuned into?")
-    return ClassifierLabels(task.name, task.label_names, task.sentence_pair,
-                            experiment.task.seq_length)
+            f"({classes}): is this the directory the task was fine-tuned into?"
+        )
+    return ClassifierLabels(
+        task.name, task.label_names, task.sentence_pair, experiment.task.seq_length
+    )

@@ -39,16 +39,32 @@ TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
 
 # transformers' MobileBertConfig defaults, for keys a config.json leaves out.
 HF_DEFAULTS = dict(
-    vocab_size=30522, hidden_size=512, num_hidden_layers=24, num_attention_heads=4,
-    intermediate_size=512, hidden_act="relu", hidden_dropout_prob=0.0,
-    attention_probs_dropout_prob=0.1, max_position_embeddings=512, type_vocab_size=2,
-    initializer_range=0.02, embedding_size=128, trigram_input=True, use_bottleneck=True,
-    intra_bottleneck_size=128, use_bottleneck_attention=False, key_query_shared_bottleneck=True,
-    num_feedforward_networks=4, normalization_type="no_norm", classifier_activation=True,
+    vocab_size=30522,
+    hidden_size=512,
+    num_hidden_layers=24,
+    num_attention_heads=4,
+    intermediate_size=512,
+    hidden_act="relu",
+    hidden_dropout_prob=0.0,
+    attention_probs_dropout_prob=0.1,
+    max_position_embeddings=512,
+    type_vocab_size=2,
+    initializer_range=0.02,
+    embedding_size=128,
+    trigram_input=True,
+    use_bottleneck=True,
+    intra_bottleneck_size=128,
+    use_bottleneck_attention=False,
+    key_query_shared_bottleneck=True,
+    num_feedforward_networks=4,
+    normalization_type="no_norm",
+    classifier_activation=True,
 )
 LAYER_NORM_EPSILON = 1e-12  # mbert_lib's, fixed (layers/nonorm.py)
-_TIED = {"cls.predictions.decoder.weight": "mobilebert.embeddings.word_embeddings.weight",
-         "cls.predictions.decoder.bias": "cls.predictions.bias"}
+_TIED = {
+    "cls.predictions.decoder.weight": "mobilebert.embeddings.word_embeddings.weight",
+    "cls.predictions.decoder.bias": "cls.predictions.bias",
+}
 _BUFFERS = {"mobilebert.embeddings.position_ids"}  # a non-weight buffer older files hold
 
 
@@ -59,16 +75,20 @@ def config_from_hf(values: dict, source: str = CONFIG_FILE) -> tuple[MobileBertC
         raise ValueError(f"{source}: model_type is {values['model_type']!r}, expected 'mobilebert'")
     eps = values.get("layer_norm_eps", LAYER_NORM_EPSILON)
     if eps != LAYER_NORM_EPSILON:
-        raise ValueError(f"{source}: layer_norm_eps is {eps}; mbert_lib's LayerNorm uses "
-                         f"{LAYER_NORM_EPSILON}")
+        raise ValueError(
+            f"{source}: layer_norm_eps is {eps}; mbert_lib's LayerNorm uses {LAYER_NORM_EPSILON}"
+        )
     try:
-        config = MobileBertConfig(**{**HF_DEFAULTS, **{k: v for k, v in values.items()
-                                                        if k in fields}})
+        config = MobileBertConfig(
+            **{**HF_DEFAULTS, **{k: v for k, v in values.items() if k in fields}}
+        )
     except ValueError as e:
         raise ValueError(f"{source}: {e}") from None
     if "true_hidden_size" in values and values["true_hidden_size"] != config.attention_width:
-        raise ValueError(f"{source}: true_hidden_size is {values['true_hidden_size']}, but the "
-                         f"other fields give {config.attention_width}")
+        raise ValueError(
+            f"{source}: true_hidden_size is {values['true_hidden_size']}, but the "
+            f"other fields give {config.attention_width}"
+        )
     return config, sorted(k for k in values if k not in fields)
 
 
@@ -83,14 +103,18 @@ def hf_unrepresentable(config: MobileBertConfig) -> list[str]:
     query/key kernels of another shape than transformers' module.
     """
     reasons = []
-    if (config.use_bottleneck and not config.use_bottleneck_attention
-            and not config.key_query_shared_bottleneck
-            and config.hidden_size != config.intra_bottleneck_size):
+    if (
+        config.use_bottleneck
+        and not config.use_bottleneck_attention
+        and not config.key_query_shared_bottleneck
+        and config.hidden_size != config.intra_bottleneck_size
+    ):
         reasons.append(
             f"its query/key projections read the block input (width hidden_size = "
             f"{config.hidden_size}), but transformers' read true_hidden_size = "
             f"{config.intra_bottleneck_size} unless key_query_shared_bottleneck or "
-            "use_bottleneck_attention is set")
+            "use_bottleneck_attention is set"
+        )
     return reasons
 
 
@@ -102,15 +126,21 @@ def check_hf_representable(config: MobileBertConfig, what: str = "this model") -
             f"transformers' MobileBERT cannot represent {what}: {'; '.join(reasons)}. A "
             "Hugging Face directory of it would not load (its weights have other shapes than "
             "the module). What works: `export savedmodel` (a TF-Hub-style SavedModel of any "
-            "config), the TF2 checkpoint itself, or `export hf` of a MobileBERT student.")
+            "config), the TF2 checkpoint itself, or `export hf` of a MobileBERT student."
+        )
 
 
 def config_to_hf(config: MobileBertConfig) -> dict:
     """The config.json of `config` for transformers' MobileBertForPreTraining."""
-    return {"architectures": ["MobileBertForPreTraining"], "model_type": "mobilebert",
-            **config.to_dict(), "layer_norm_eps": LAYER_NORM_EPSILON,
-            "true_hidden_size": config.attention_width, "pad_token_id": 0,
-            "tie_word_embeddings": True}
+    return {
+        "architectures": ["MobileBertForPreTraining"],
+        "model_type": "mobilebert",
+        **config.to_dict(),
+        "layer_norm_eps": LAYER_NORM_EPSILON,
+        "true_hidden_size": config.attention_width,
+        "pad_token_id": 0,
+        "tie_word_embeddings": True,
+    }
 
 
 def _hf_unused(config: MobileBertConfig) -> dict[str, tuple]:
@@ -118,8 +148,10 @@ def _hf_unused(config: MobileBertConfig) -> dict[str, tuple]:
     unused = {e.hf: e.hf_shape for e in unused_entries(config)}
     if not (config.trigram_input or config.embedding_size != config.hidden_size):
         width_in = config.embedding_size
-        unused["mobilebert.embeddings.embedding_transformation.weight"] = (config.hidden_size,
-                                                                           width_in)
+        unused["mobilebert.embeddings.embedding_transformation.weight"] = (
+            config.hidden_size,
+            width_in,
+        )
         unused["mobilebert.embeddings.embedding_transformation.bias"] = (config.hidden_size,)
     if config.embedding_size == config.hidden_size:
         unused["cls.predictions.dense.weight"] = (0, config.vocab_size)
@@ -135,8 +167,10 @@ def read_hf_directory(model_dir: str | os.PathLike):
     weights_path = os.path.join(model_dir, WEIGHTS_FILE)
     for p in (config_path, weights_path):
         if not os.path.exists(p):
-            raise FileNotFoundError(f"{p} does not exist (expected a Hugging Face directory "
-                                    f"with {CONFIG_FILE} and {WEIGHTS_FILE})")
+            raise FileNotFoundError(
+                f"{p} does not exist (expected a Hugging Face directory "
+                f"with {CONFIG_FILE} and {WEIGHTS_FILE})"
+            )
     with open(config_path, encoding="utf-8") as f:
         try:
             config, ignored = config_from_hf(json.load(f), config_path)
@@ -155,24 +189,40 @@ def read_hf_directory(model_dir: str | os.PathLike):
             tensors[source] = tensors.pop(copy)
             notes.append(f"read {source} from its tied copy {copy}")
         elif tensors[copy].shape != tensors[source].shape or not np.array_equal(
-                tensors[copy], tensors[source]):
+            tensors[copy], tensors[source]
+        ):
             tied_conflicts[copy] = tensors[copy].shape
     matched = match_variables(
-        weights_path, {e.hf: e.hf_shape for e in entries},
+        weights_path,
+        {e.hf: e.hf_shape for e in entries},
         {k: v.shape for k, v in tensors.items() if k not in tied_conflicts},
-        is_bookkeeping=lambda k: k in _BUFFERS or k in _TIED, unused=_hf_unused(config))
+        is_bookkeeping=lambda k: k in _BUFFERS or k in _TIED,
+        unused=_hf_unused(config),
+    )
     if tied_conflicts:
-        raise ValueError(f"{weights_path}: tied weights differ from the weights they copy: "
-                         + ", ".join(f"{k} != {_TIED[k]}" for k in tied_conflicts))
+        raise ValueError(
+            f"{weights_path}: tied weights differ from the weights they copy: "
+            + ", ".join(f"{k} != {_TIED[k]}" for k in tied_conflicts)
+        )
     arrays = {e.tf1: hf_to_tf1(e, tensors[e.hf]).astype(np.float32) for e in entries}
-    report = ConversionReport(source=model_dir, source_format="hf", output="",
-                              converted=len(arrays), skipped=matched.skipped,
-                              unused=matched.unused, notes=notes)
+    report = ConversionReport(
+        source=model_dir,
+        source_format="hf",
+        output="",
+        converted=len(arrays),
+        skipped=matched.skipped,
+        unused=matched.unused,
+        notes=notes,
+    )
     return config, arrays, report
 
 
-def convert_hf(model_dir: str | os.PathLike, tf2_checkpoint_path: str | os.PathLike,
-               use_model_prefix: bool = False, overwrite: bool = False) -> ConversionReport:
+def convert_hf(
+    model_dir: str | os.PathLike,
+    tf2_checkpoint_path: str | os.PathLike,
+    use_model_prefix: bool = False,
+    overwrite: bool = False,
+) -> ConversionReport:
     """Converts a Hugging Face directory into an mbert_lib checkpoint directory."""
     from mbert_lib.convert.tf2 import pretrainer_from_tf1_arrays, save_pretrainer
 
@@ -180,11 +230,18 @@ def convert_hf(model_dir: str | os.PathLike, tf2_checkpoint_path: str | os.PathL
     report.output = os.fspath(tf2_checkpoint_path)
     tokenizer = read_hf_tokenizer(model_dir)
     if tokenizer is None:
-        report.notes.append(f"no {VOCAB_FILE} in {os.fspath(model_dir)}: the checkpoint has no "
-                            "tokenizer (fine-tuning it needs task.vocab_file)")
-    save_pretrainer(pretrainer_from_tf1_arrays(config, arrays), tf2_checkpoint_path,
-                    use_model_prefix, overwrite, report,
-                    extra_files=tokenizer_files(tokenizer) if tokenizer is not None else None)
+        report.notes.append(
+            f"no {VOCAB_FILE} in {os.fspath(model_dir)}: the checkpoint has no "
+            "tokenizer (fine-tuning it needs task.vocab_file)"
+        )
+    save_pretrainer(
+        pretrainer_from_tf1_arrays(config, arrays),
+        tf2_checkpoint_path,
+        use_model_prefix,
+        overwrite,
+        report,
+        extra_files=tokenizer_files(tokenizer) if tokenizer is not None else None,
+    )
     return report
 
 
@@ -200,18 +257,25 @@ def read_hf_tokenizer(model_dir: str | os.PathLike):
     config_path = directory / TOKENIZER_CONFIG_FILE
     if config_path.is_file():
         try:
-            do_lower_case = bool(json.loads(config_path.read_text(encoding="utf-8")).get(
-                "do_lower_case", True))
+            do_lower_case = bool(
+                json.loads(config_path.read_text(encoding="utf-8")).get("do_lower_case", True)
+            )
         except json.JSONDecodeError as e:
             raise ValueError(f"{config_path}: not valid JSON ({e})") from None
     return load_tokenizer(directory / VOCAB_FILE, do_lower_case=do_lower_case)
 
 
-def write_hf_directory(config: MobileBertConfig, arrays: dict[str, np.ndarray],
-                       export_dir: str | os.PathLike, vocab_file: str | None = None,
-                       do_lower_case: bool | None = None, overwrite: bool = False, *,
-                       hf_config: dict | None = None,
-                       head_tensors: dict[str, np.ndarray] | None = None) -> None:
+def write_hf_directory(
+    config: MobileBertConfig,
+    arrays: dict[str, np.ndarray],
+    export_dir: str | os.PathLike,
+    vocab_file: str | None = None,
+    do_lower_case: bool | None = None,
+    overwrite: bool = False,
+    *,
+    hf_config: dict | None = None,
+    head_tensors: dict[str, np.ndarray] | None = None,
+) -> None:
     """Writes TF1-named arrays as config.json + model.safetensors (+ vocab.txt), atomically;
     refuses a config transformers cannot load (check_hf_representable).
 
@@ -223,13 +287,18 @@ def write_hf_directory(config: MobileBertConfig, arrays: dict[str, np.ndarray],
 
     check_hf_representable(config, f"the model exported to {os.fspath(export_dir)}")
 
-    tensors = {e.hf: np.ascontiguousarray(tf1_to_hf(e, arrays[e.tf1]), dtype=np.float32)
-               for e in name_map(config, include_heads=head_tensors is None)}
-    tensors.update({k: np.ascontiguousarray(v, dtype=np.float32)
-                    for k, v in (head_tensors or {}).items()})
+    tensors = {
+        e.hf: np.ascontiguousarray(tf1_to_hf(e, arrays[e.tf1]), dtype=np.float32)
+        for e in name_map(config, include_heads=head_tensors is None)
+    }
+    tensors.update(
+        {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in (head_tensors or {}).items()}
+    )
     with atomic.atomic_directory(export_dir, overwrite=overwrite) as tmp:
-        atomic.write_text(os.path.join(tmp, CONFIG_FILE), json.dumps(
-            hf_config or config_to_hf(config), indent=2, sort_keys=True) + "\n")
+        atomic.write_text(
+            os.path.join(tmp, CONFIG_FILE),
+            json.dumps(hf_config or config_to_hf(config), indent=2, sort_keys=True) + "\n",
+        )
         # transformers refuses safetensors files without a "format" entry.
         save_file(tensors, os.path.join(tmp, WEIGHTS_FILE), metadata={"format": "pt"})
         if vocab_file is not None:
@@ -237,10 +306,13 @@ def write_hf_directory(config: MobileBertConfig, arrays: dict[str, np.ndarray],
 
             tokenizer = load_tokenizer(vocab_file, do_lower_case=do_lower_case)
             if tokenizer.vocab_size != config.vocab_size:
-                raise ValueError(f"{vocab_file} has {tokenizer.vocab_size} tokens, the model's "
-                                 f"vocab_size is {config.vocab_size}")
-            for name, text in tokenizer_files(tokenizer, config.max_position_embeddings,
-                                              "MobileBertTokenizer").items():
+                raise ValueError(
+                    f"{vocab_file} has {tokenizer.vocab_size} tokens, the model's "
+                    f"vocab_size is {config.vocab_size}"
+                )
+            for name, text in tokenizer_files(
+                tokenizer, config.max_position_embeddings, "MobileBertTokenizer"
+            ).items():
                 atomic.write_text(os.path.join(tmp, name), text)
 
 

@@ -25,13 +25,16 @@ ARCHITECTURE = "MobileBertForSequenceClassification"
 def classifier_config_to_hf(classifier, labels) -> dict:
     """config.json for MobileBertForSequenceClassification of a built Classifier."""
     names = labels.names or ("score",)
-    return {**config_to_hf(classifier.config), "architectures": [ARCHITECTURE],
-            "num_labels": labels.num_outputs,
-            "id2label": {str(i): name for i, name in enumerate(names)},
-            "label2id": {name: i for i, name in enumerate(names)},
-            "problem_type": "regression" if labels.regression else "single_label_classification",
-            "classifier_dropout": classifier.dropout_rate,
-            "finetuning_task": labels.task}
+    return {
+        **config_to_hf(classifier.config),
+        "architectures": [ARCHITECTURE],
+        "num_labels": labels.num_outputs,
+        "id2label": {str(i): name for i, name in enumerate(names)},
+        "label2id": {name: i for i, name in enumerate(names)},
+        "problem_type": "regression" if labels.regression else "single_label_classification",
+        "classifier_dropout": classifier.dropout_rate,
+        "finetuning_task": labels.task,
+    }
 
 
 def head_tensors(classifier) -> dict:
@@ -40,14 +43,24 @@ def head_tensors(classifier) -> dict:
     return {"classifier.weight": dense.kernel.numpy().T, "classifier.bias": dense.bias.numpy()}
 
 
-def write_hf_classifier(classifier, checkpoint: str | os.PathLike, export_dir: str | os.PathLike,
-                        vocab_file: str | None = None, do_lower_case: bool | None = None,
-                        overwrite: bool = False) -> None:
+def write_hf_classifier(
+    classifier,
+    checkpoint: str | os.PathLike,
+    export_dir: str | os.PathLike,
+    vocab_file: str | None = None,
+    do_lower_case: bool | None = None,
+    overwrite: bool = False,
+) -> None:
     """Writes a Classifier loaded from `checkpoint` (whose experiment.yaml names its task)
     as a Hugging Face directory, atomically."""
     labels = classifier_labels(checkpoint, classifier.num_classes)
-    write_hf_directory(classifier.config,
-                       tf1_arrays_from_pretrainer(classifier.encoder, include_heads=False),
-                       export_dir, vocab_file, do_lower_case, overwrite,
-                       hf_config=classifier_config_to_hf(classifier, labels),
-                       head_tensors=head_tensors(classifier))
+    write_hf_directory(
+        classifier.config,
+        tf1_arrays_from_pretrainer(classifier.encoder, include_heads=False),
+        export_dir,
+        vocab_file,
+        do_lower_case,
+        overwrite,
+        hf_config=classifier_config_to_hf(classifier, labels),
+        head_tensors=head_tensors(classifier),
+    )

@@ -1,7 +1,7 @@
 """An mbert_lib model directory -> a Hugging Face directory, whichever model it holds.
 
-    Pretrainer  -> MobileBertForPreTraining               (hf.write_hf_directory)
-    Classifier  -> MobileBertForSequenceClassification    (hf_classifier.write_hf_classifier)
+Pretrainer  -> MobileBertForPreTraining               (hf.write_hf_directory)
+Classifier  -> MobileBertForSequenceClassification    (hf_classifier.write_hf_classifier)
 """
 
 from __future__ import annotations
@@ -15,9 +15,14 @@ from mbert_lib.convert.hf_classifier import write_hf_classifier
 from mbert_lib.convert.tf2 import tf1_arrays_from_pretrainer
 
 
-def export_hf(checkpoint: str | os.PathLike, export_dir: str | os.PathLike,
-              config: MobileBertConfig | None = None, vocab_file: str | None = None,
-              do_lower_case: bool | None = None, overwrite: bool = False) -> str:
+def export_hf(
+    checkpoint: str | os.PathLike,
+    export_dir: str | os.PathLike,
+    config: MobileBertConfig | None = None,
+    vocab_file: str | None = None,
+    do_lower_case: bool | None = None,
+    overwrite: bool = False,
+) -> str:
     """An mbert_lib model directory (or a checkpoint prefix) -> a Hugging Face directory, with
     the tokenizer of `vocab_file` (default: the checkpoint directory's own); casing: given,
     else the vocabulary's tokenizer_config.json, else lower-case.
@@ -31,6 +36,12 @@ def export_hf(checkpoint: str | os.PathLike, export_dir: str | os.PathLike,
     if kind == "classifier":
         write_hf_classifier(model, checkpoint, export_dir, vocab_file, do_lower_case, overwrite)
         return "MobileBertForSequenceClassification"
-    write_hf_directory(model.config, tf1_arrays_from_pretrainer(model), export_dir,
-                       vocab_file, do_lower_case, overwrite)
+    write_hf_directory(
+        model.config,
+        tf1_arrays_from_pretrainer(model),
+        export_dir,
+        vocab_file,
+        do_lower_case,
+        overwrite,
+    )
     return "MobileBertForPreTraining"

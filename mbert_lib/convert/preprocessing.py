@@ -57,11 +57,17 @@ class Preprocessor(tf.Module):
         self.do_lower_case = tf.Variable(do_lower_case, trainable=False, name="do_lower_case")
         table = tf.lookup.StaticHashTable(
             tf.lookup.TextFileInitializer(
-                vocab_file, tf.string, tf.lookup.TextFileIndex.WHOLE_LINE,
-                tf.int64, tf.lookup.TextFileIndex.LINE_NUMBER),
-            default_value=-1)
-        self.tokenizer = text.BertTokenizer(table, lower_case=do_lower_case,
-                                            token_out_type=tf.int64, unknown_token="[UNK]")
+                vocab_file,
+                tf.string,
+                tf.lookup.TextFileIndex.WHOLE_LINE,
+                tf.int64,
+                tf.lookup.TextFileIndex.LINE_NUMBER,
+            ),
+            default_value=-1,
+        )
+        self.tokenizer = text.BertTokenizer(
+            table, lower_case=do_lower_case, token_out_type=tf.int64, unknown_token="[UNK]"
+        )
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
     def tokenize(self, sentences):
@@ -72,22 +78,25 @@ class Preprocessor(tf.Module):
         """Tokenized segments (1 or 2, from `tokenize`) -> the three inputs [B, seq_length]."""
         import tensorflow_text as text
 
-        flat = [s.merge_dims(-2, -1) for s in segments]                   # [B, (tokens)] each
-        budget = seq_length - len(flat) - 1                               # [CLS] + one [SEP] each
+        flat = [s.merge_dims(-2, -1) for s in segments]  # [B, (tokens)] each
+        budget = seq_length - len(flat) - 1  # [CLS] + one [SEP] each
         trimmed = text.RoundRobinTrimmer(max_seq_length=budget).trim(flat)
         ids, type_ids = text.combine_segments(
-            trimmed, start_of_sequence_id=self._ids["[CLS]"],
-            end_of_segment_id=self._ids["[SEP]"])
-        word_ids, mask = text.pad_model_inputs(ids, max_seq_length=seq_length,
-                                               pad_value=self._ids["[PAD]"])
+            trimmed, start_of_sequence_id=self._ids["[CLS]"], end_of_segment_id=self._ids["[SEP]"]
+        )
+        word_ids, mask = text.pad_model_inputs(
+            ids, max_seq_length=seq_length, pad_value=self._ids["[PAD]"]
+        )
         type_ids, _ = text.pad_model_inputs(type_ids, max_seq_length=seq_length)
-        return {"input_word_ids": tf.cast(word_ids, tf.int32),
-                "input_mask": tf.cast(mask, tf.int32),
-                "input_type_ids": tf.cast(type_ids, tf.int32)}
+        return {
+            "input_word_ids": tf.cast(word_ids, tf.int32),
+            "input_mask": tf.cast(mask, tf.int32),
+            "input_type_ids": tf.cast(type_ids, tf.int32),
+        }
 
     @tf.function
     def bert_pack_inputs(self, segments, seq_length):
-        """List of 1 or 2 tokenized segments (from `tokenize`), scalar seq_length -> inputs [B, T]."""
+        """1 or 2 tokenized segments (from `tokenize`), scalar seq_length -> inputs [B, T]."""
         return self.pack(segments, seq_length)
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
@@ -99,13 +108,16 @@ class Preprocessor(tf.Module):
         """Traces bert_pack_inputs for one and two segments (before saving)."""
         segment = tf.RaggedTensorSpec([None, None, None], tf.int32, ragged_rank=2)
         for n in (1, 2):
-            self.bert_pack_inputs.get_concrete_function([segment] * n,
-                                                        tf.TensorSpec([], tf.int32))
+            self.bert_pack_inputs.get_concrete_function([segment] * n, tf.TensorSpec([], tf.int32))
 
 
-def export_preprocessing(vocab_file: str | os.PathLike, export_path: str | os.PathLike,
-                         do_lower_case: bool = True, seq_length: int = 128,
-                         overwrite: bool = False) -> None:
+def export_preprocessing(
+    vocab_file: str | os.PathLike,
+    export_path: str | os.PathLike,
+    do_lower_case: bool = True,
+    seq_length: int = 128,
+    overwrite: bool = False,
+) -> None:
     """Writes the preprocessing SavedModel to `export_path` atomically."""
     from mbert_lib import atomic
 

@@ -27,9 +27,10 @@ import tensorflow as tf
 from mbert_lib.models import INPUT_NAMES
 
 INPUT_SPEC = {name: tf.TensorSpec([None, None], tf.int32, name=name) for name in INPUT_NAMES}
-_MLM_SPEC = {**INPUT_SPEC,
-             "masked_lm_positions": tf.TensorSpec([None, None], tf.int32,
-                                                  name="masked_lm_positions")}
+_MLM_SPEC = {
+    **INPUT_SPEC,
+    "masked_lm_positions": tf.TensorSpec([None, None], tf.int32, name="masked_lm_positions"),
+}
 
 
 class Hidden:
@@ -40,10 +41,12 @@ class Hidden:
 
 
 def _encoder_dict(outputs) -> dict:
-    return {"sequence_output": outputs["sequence_output"],
-            "pooled_output": outputs["pooled_output"],
-            "default": outputs["pooled_output"],
-            "encoder_outputs": list(outputs["encoder_outputs"])}
+    return {
+        "sequence_output": outputs["sequence_output"],
+        "pooled_output": outputs["pooled_output"],
+        "default": outputs["pooled_output"],
+        "encoder_outputs": list(outputs["encoder_outputs"]),
+    }
 
 
 class _ReusableModule(tf.Module):
@@ -69,8 +72,11 @@ class MaskedLMModule(_ReusableModule):
     @tf.function
     def __call__(self, inputs, training=False):
         out = self._keras.model(inputs, training=training)
-        return {**_encoder_dict(out), "mlm_logits": out["mlm_logits"],
-                "nsp_logits": out["nsp_logits"]}
+        return {
+            **_encoder_dict(out),
+            "mlm_logits": out["mlm_logits"],
+            "nsp_logits": out["nsp_logits"],
+        }
 
 
 class EncoderModule(_ReusableModule):
@@ -110,16 +116,23 @@ class EncoderModule(_ReusableModule):
         return {"serving_default": serving_default, "mlm": mlm}
 
 
-def export_savedmodel(pretrainer, vocab_file: str | os.PathLike, export_path: str | os.PathLike,
-                      do_lower_case: bool = True, overwrite: bool = False) -> None:
+def export_savedmodel(
+    pretrainer,
+    vocab_file: str | os.PathLike,
+    export_path: str | os.PathLike,
+    do_lower_case: bool = True,
+    overwrite: bool = False,
+) -> None:
     """Writes the encoder SavedModel of a built Pretrainer to `export_path` atomically."""
     from mbert_lib import atomic
     from mbert_lib.convert.preprocessing import read_vocab
 
     vocab = read_vocab(vocab_file)
     if len(vocab) != pretrainer.config.vocab_size:
-        raise ValueError(f"{vocab_file} has {len(vocab)} tokens, the model's vocab_size is "
-                         f"{pretrainer.config.vocab_size}")
+        raise ValueError(
+            f"{vocab_file} has {len(vocab)} tokens, the model's vocab_size is "
+            f"{pretrainer.config.vocab_size}"
+        )
     module = EncoderModule(pretrainer, os.fspath(vocab_file), do_lower_case)
     module.trace()
     with atomic.atomic_directory(export_path, overwrite=overwrite) as tmp:

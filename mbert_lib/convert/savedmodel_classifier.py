@@ -40,16 +40,18 @@ class ClassifierServing(tf.Module):
         self.preprocessor = preprocessor
         self.regression = labels.regression
         self.pair = labels.pair
-        self.labels = tf.Variable(list(labels.names or ("score",)), trainable=False,
-                                  name="labels")
+        self.labels = tf.Variable(list(labels.names or ("score",)), trainable=False, name="labels")
 
     def predict(self, inputs) -> dict:
         """The three int32 inputs [B, T] -> logits [B, C] and probabilities/label or score."""
         logits = self._keras.model(inputs, training=False)["logits"]
         if self.regression:
             return {"logits": logits, "score": logits[:, 0]}
-        return {"logits": logits, "probabilities": tf.nn.softmax(logits, axis=-1),
-                "label": tf.gather(self.labels, tf.argmax(logits, axis=-1))}
+        return {
+            "logits": logits,
+            "probabilities": tf.nn.softmax(logits, axis=-1),
+            "label": tf.gather(self.labels, tf.argmax(logits, axis=-1)),
+        }
 
     def _packed(self, *texts):
         segments = [self.preprocessor.tokenize(t) for t in texts]
@@ -61,10 +63,12 @@ class ClassifierServing(tf.Module):
             return self.predict(inputs)
 
         if self.pair:
+
             @tf.function(input_signature=[_TEXT, _TEXT])
             def serving_default(text_a, text_b):
                 return self.predict(self._packed(text_a, text_b))
         else:
+
             @tf.function(input_signature=[_TEXT])
             def serving_default(text):
                 return self.predict(self._packed(text))
@@ -72,21 +76,32 @@ class ClassifierServing(tf.Module):
         return {"serving_default": serving_default, "serve_token_ids": serve_token_ids}
 
 
-def export_classifier_savedmodel(classifier, labels, vocab_file: str | os.PathLike,
-                                 export_path: str | os.PathLike, do_lower_case: bool = True,
-                                 seq_length: int = 128, overwrite: bool = False) -> None:
+def export_classifier_savedmodel(
+    classifier,
+    labels,
+    vocab_file: str | os.PathLike,
+    export_path: str | os.PathLike,
+    do_lower_case: bool = True,
+    seq_length: int = 128,
+    overwrite: bool = False,
+) -> None:
     """Writes the serving SavedModel of a built Classifier to `export_path` atomically."""
     from mbert_lib import atomic
     from mbert_lib.convert.preprocessing import read_vocab
 
     vocab = read_vocab(vocab_file)
     if len(vocab) != classifier.config.vocab_size:
-        raise ValueError(f"{vocab_file} has {len(vocab)} tokens, the model's vocab_size is "
-                         f"{classifier.config.vocab_size}")
+        raise ValueError(
+            f"{vocab_file} has {len(vocab)} tokens, the model's vocab_size is "
+            f"{classifier.config.vocab_size}"
+        )
     if seq_length > classifier.config.max_position_embeddings:
-        raise ValueError(f"seq_length {seq_length} exceeds the model's max_position_embeddings "
-                         f"= {classifier.config.max_position_embeddings}")
-    module = ClassifierServing(classifier, labels,
-                               Preprocessor(os.fspath(vocab_file), do_lower_case, seq_length))
+        raise ValueError(
+            f"seq_length {seq_length} exceeds the model's max_position_embeddings "
+            f"= {classifier.config.max_position_embeddings}"
+        )
+    module = ClassifierServing(
+        classifier, labels, Preprocessor(os.fspath(vocab_file), do_lower_case, seq_length)
+    )
     with atomic.atomic_directory(export_path, overwrite=overwrite) as tmp:
         tf.saved_model.save(module, tmp, signatures=module.signatures())

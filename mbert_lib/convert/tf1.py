@@ -19,10 +19,27 @@ from mbert_lib.convert.check import ConversionReport, Matched, match_variables
 from mbert_lib.convert.names import name_map, unused_entries
 
 # Training state, not model weights: skipped, and listed in the report.
-_BOOKKEEPING_NAMES = {"global_step", "beta1_power", "beta2_power", "loss_scale", "good_steps",
-                      "current_loss_scale"}
-_SLOT_SUFFIXES = {"adam_m", "adam_v", "lamb_m", "lamb_v", "Adam", "Adam_1", "Momentum",
-                  "Adagrad", "RMSProp", "RMSProp_1", "ExponentialMovingAverage"}
+_BOOKKEEPING_NAMES = {
+    "global_step",
+    "beta1_power",
+    "beta2_power",
+    "loss_scale",
+    "good_steps",
+    "current_loss_scale",
+}
+_SLOT_SUFFIXES = {
+    "adam_m",
+    "adam_v",
+    "lamb_m",
+    "lamb_v",
+    "Adam",
+    "Adam_1",
+    "Momentum",
+    "Adagrad",
+    "RMSProp",
+    "RMSProp_1",
+    "ExponentialMovingAverage",
+}
 
 
 def is_bookkeeping(name: str) -> bool:
@@ -30,8 +47,9 @@ def is_bookkeeping(name: str) -> bool:
     return name in _BOOKKEEPING_NAMES or name.rsplit("/", 1)[-1] in _SLOT_SUFFIXES
 
 
-def read_tf1_checkpoint(path: str | os.PathLike, config: MobileBertConfig
-                        ) -> tuple[dict[str, np.ndarray], Matched]:
+def read_tf1_checkpoint(
+    path: str | os.PathLike, config: MobileBertConfig
+) -> tuple[dict[str, np.ndarray], Matched]:
     """The weights of a TF1 checkpoint (prefix, or directory with a `checkpoint` file).
 
     Raises CheckpointMismatchError listing every missing, unexpected and
@@ -53,28 +71,39 @@ def read_tf1_checkpoint(path: str | os.PathLike, config: MobileBertConfig
     unused = {e.tf1: e.tf1_shape for e in unused_entries(config)}
     matched = match_variables(path, expected, found, is_bookkeeping, unused)
     try:
-        arrays = {name: np.asarray(reader.get_tensor(name), dtype=np.float32)
-                  for name in matched.names}
+        arrays = {
+            name: np.asarray(reader.get_tensor(name), dtype=np.float32) for name in matched.names
+        }
     except DAMAGED as e:
         raise DamagedCheckpointError(path, e) from None
     return arrays, matched
 
 
-def convert_tf1_checkpoint(bert_config: str | os.PathLike | MobileBertConfig,
-                           tf1_checkpoint_path: str | os.PathLike,
-                           tf2_checkpoint_path: str | os.PathLike,
-                           use_model_prefix: bool = False,
-                           overwrite: bool = False) -> ConversionReport:
+def convert_tf1_checkpoint(
+    bert_config: str | os.PathLike | MobileBertConfig,
+    tf1_checkpoint_path: str | os.PathLike,
+    tf2_checkpoint_path: str | os.PathLike,
+    use_model_prefix: bool = False,
+    overwrite: bool = False,
+) -> ConversionReport:
     """Converts a TF1 checkpoint into the directory `tf2_checkpoint_path` (see convert.tf2)."""
     from mbert_lib.convert.tf2 import pretrainer_from_tf1_arrays, save_pretrainer
 
-    config = (bert_config if isinstance(bert_config, MobileBertConfig)
-              else read_released_config(bert_config))
+    config = (
+        bert_config
+        if isinstance(bert_config, MobileBertConfig)
+        else read_released_config(bert_config)
+    )
     arrays, matched = read_tf1_checkpoint(tf1_checkpoint_path, config)
     report = ConversionReport(
-        source=os.fspath(tf1_checkpoint_path), source_format="tf1",
-        output=os.fspath(tf2_checkpoint_path), converted=len(arrays),
-        skipped=matched.skipped, unused=matched.unused, notes=_notes(config))
+        source=os.fspath(tf1_checkpoint_path),
+        source_format="tf1",
+        output=os.fspath(tf2_checkpoint_path),
+        converted=len(arrays),
+        skipped=matched.skipped,
+        unused=matched.unused,
+        notes=_notes(config),
+    )
     model = pretrainer_from_tf1_arrays(config, arrays)
     save_pretrainer(model, tf2_checkpoint_path, use_model_prefix, overwrite, report)
     return report
@@ -82,28 +111,39 @@ def convert_tf1_checkpoint(bert_config: str | os.PathLike | MobileBertConfig,
 
 # The fields every released bert_config.json (BERT's and MobileBERT's) spells out: they set
 # the checkpoint's shapes, and their defaults (BERT-base's) would not match another model.
-SHAPE_FIELDS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
-                "intermediate_size", "max_position_embeddings", "type_vocab_size")
+SHAPE_FIELDS = (
+    "vocab_size",
+    "hidden_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "intermediate_size",
+    "max_position_embeddings",
+    "type_vocab_size",
+)
 
 
 def read_released_config(path: str | os.PathLike) -> MobileBertConfig:
     """The MobileBertConfig of a released bert_config.json; ValueError naming the file and
     the fields when one of SHAPE_FIELDS is missing (instead of a shape mismatch later)."""
-    config = MobileBertConfig.from_json_file(path)        # a malformed file is named there
+    config = MobileBertConfig.from_json_file(path)  # a malformed file is named there
     with open(path, encoding="utf-8") as f:
         given = json.load(f)
     missing = [name for name in SHAPE_FIELDS if name not in given]
     if missing:
-        raise ValueError(f"{os.fspath(path)} lacks {missing}: a checkpoint's bert_config.json "
-                         "names every field that sets its shapes (BERT-base's defaults would "
-                         "not match another model's checkpoint)")
+        raise ValueError(
+            f"{os.fspath(path)} lacks {missing}: a checkpoint's bert_config.json "
+            "names every field that sets its shapes (BERT-base's defaults would "
+            "not match another model's checkpoint)"
+        )
     return config
 
 
 def _notes(config: MobileBertConfig) -> list[str]:
     if config.hidden_act == "gelu":
-        return ['hidden_act "gelu" is the exact (erf) GELU here; the original TF1 code '
-                'computed the tanh approximation ("gelu_new"): outputs differ slightly']
+        return [
+            'hidden_act "gelu" is the exact (erf) GELU here; the original TF1 code '
+            'computed the tanh approximation ("gelu_new"): outputs differ slightly'
+        ]
     return []
 
 

@@ -40,7 +40,8 @@ def resolve_variable(root, path: str) -> tf.Variable:
 
 
 def assign_tf1_arrays(model, arrays: dict[str, np.ndarray], include_heads: bool = True) -> None:
-    """Copies TF1-named arrays (already checked) into a built Pretrainer (or, without heads, an encoder)."""
+    """Copies TF1-named arrays (already checked) into a built Pretrainer (or, without heads,
+    an encoder)."""
     root = model if include_heads else _EncoderRoot(model)
     for e in name_map(model.config, include_heads):
         resolve_variable(root, e.keras).assign(tf1_to_keras(e, arrays[e.tf1]).astype(np.float32))
@@ -56,8 +57,10 @@ class _EncoderRoot:
 def tf1_arrays_from_pretrainer(model, include_heads: bool = True) -> dict[str, np.ndarray]:
     """A built Pretrainer's (or encoder's) weights under the released TF1 names, TF1 shapes."""
     root = model if include_heads else _EncoderRoot(model)
-    return {e.tf1: keras_to_tf1(e, resolve_variable(root, e.keras).numpy())
-            for e in name_map(model.config, include_heads)}
+    return {
+        e.tf1: keras_to_tf1(e, resolve_variable(root, e.keras).numpy())
+        for e in name_map(model.config, include_heads)
+    }
 
 
 def pretrainer_from_tf1_arrays(config: MobileBertConfig, arrays: dict[str, np.ndarray]):
@@ -66,16 +69,28 @@ def pretrainer_from_tf1_arrays(config: MobileBertConfig, arrays: dict[str, np.nd
     return model
 
 
-def save_pretrainer(model, directory: str | os.PathLike, use_model_prefix: bool = False,
-                    overwrite: bool = False, report: ConversionReport | None = None,
-                    extra_files: dict[str, str] | None = None) -> str:
+def save_pretrainer(
+    model,
+    directory: str | os.PathLike,
+    use_model_prefix: bool = False,
+    overwrite: bool = False,
+    report: ConversionReport | None = None,
+    extra_files: dict[str, str] | None = None,
+) -> str:
     """Writes the model directory (+ extra_files, {name: text}) atomically; returns the
     weights prefix."""
-    root = None if use_model_prefix else {
-        "encoder": model.encoder, "masked_lm": model.masked_lm,
-        "next_sentence": model.next_sentence}
+    root = (
+        None
+        if use_model_prefix
+        else {
+            "encoder": model.encoder,
+            "masked_lm": model.masked_lm,
+            "next_sentence": model.next_sentence,
+        }
+    )
     extra = dict(extra_files or {})
     if report is not None:
         extra[REPORT_NAME] = report.to_json_string()
-    return checkpoints.save_model_dir(model, directory, extra_files=extra,
-                                      overwrite=overwrite, root=root)
+    return checkpoints.save_model_dir(
+        model, directory, extra_files=extra, overwrite=overwrite, root=root
+    )

@@ -34,27 +34,57 @@ from mbert_lib.data.builtin_corpus import builtin_documents, load_builtin_corpus
 from mbert_lib.data.corpus import Corpus, load_pretraining_corpus, split_heldout
 from mbert_lib.data.data_dir import DATA_DIR_ENV, resolve_data_dir
 from mbert_lib.data.errors import DataError
-from mbert_lib.data.examples import (FEATURES, ExampleConfig, create_examples,
-                                     example_statistics, original_tokens, tokenize_documents)
+from mbert_lib.data.examples import (
+    FEATURES,
+    ExampleConfig,
+    create_examples,
+    example_statistics,
+    original_tokens,
+    tokenize_documents,
+)
 from mbert_lib.data.glue import load_sst2, read_sst2_tsv
 from mbert_lib.data.pipeline import check_model_compatibility, make_pretraining_dataset
 from mbert_lib.data.prepare import PreparedData, prepare_pretraining_data
 from mbert_lib.data.text import format_documents, parse_documents, split_sentences
 from mbert_lib.data.tfrecord import read_manifest, read_tfrecord, write_tfrecord
-from mbert_lib.data.tokenizer import (SPECIAL_TOKENS, WordPieceTokenizer, load_tokenizer,
-                                      save_tokenizer)
+from mbert_lib.data.tokenizer import (
+    SPECIAL_TOKENS,
+    WordPieceTokenizer,
+    load_tokenizer,
+    save_tokenizer,
+)
 from mbert_lib.data.wordpiece_trainer import train_wordpiece
 
 __all__ = [
-    "builtin_documents", "load_builtin_corpus",
-    "Corpus", "load_pretraining_corpus", "split_heldout", "DATA_DIR_ENV", "resolve_data_dir",
+    "builtin_documents",
+    "load_builtin_corpus",
+    "Corpus",
+    "load_pretraining_corpus",
+    "split_heldout",
+    "DATA_DIR_ENV",
+    "resolve_data_dir",
     "DataError",
-    "FEATURES", "ExampleConfig", "create_examples", "example_statistics", "original_tokens",
+    "FEATURES",
+    "ExampleConfig",
+    "create_examples",
+    "example_statistics",
+    "original_tokens",
     "tokenize_documents",
-    "load_sst2", "read_sst2_tsv",
-    "check_model_compatibility", "make_pretraining_dataset",
-    "PreparedData", "prepare_pretraining_data",
-    "format_documents", "parse_documents", "split_sentences",
-    "read_manifest", "read_tfrecord", "write_tfrecord",
-    "SPECIAL_TOKENS", "WordPieceTokenizer", "load_tokenizer", "save_tokenizer", "train_wordpiece",
+    "load_sst2",
+    "read_sst2_tsv",
+    "check_model_compatibility",
+    "make_pretraining_dataset",
+    "PreparedData",
+    "prepare_pretraining_data",
+    "format_documents",
+    "parse_documents",
+    "split_sentences",
+    "read_manifest",
+    "read_tfrecord",
+    "write_tfrecord",
+    "SPECIAL_TOKENS",
+    "WordPieceTokenizer",
+    "load_tokenizer",
+    "save_tokenizer",
+    "train_wordpiece",
 ]

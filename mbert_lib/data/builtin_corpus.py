@@ -28,8 +28,8 @@ import re
 import sys
 import sysconfig
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from mbert_lib.data.provenance import SourceFile
 from mbert_lib.data.text import Document, count_words, format_documents, split_sentences
@@ -74,8 +74,11 @@ def _docstrings(tree: ast.AST) -> Iterator[str]:
 def _help_topics(tree: ast.Module) -> Iterator[str]:
     """The values of `topics = {...}` in pydoc_data/topics.py, sorted by topic."""
     for node in tree.body:
-        if (isinstance(node, ast.Assign) and len(node.targets) == 1
-                and getattr(node.targets[0], "id", None) == "topics"):
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and getattr(node.targets[0], "id", None) == "topics"
+        ):
             topics = ast.literal_eval(node.value)
             for key in sorted(topics):
                 yield inspect.cleandoc(topics[key])
@@ -154,6 +157,10 @@ def builtin_source_file(documents: list[Document]) -> SourceFile:
     version = ".".join(map(str, sys.version_info[:3]))
     return SourceFile(
         name=f"builtin: Python {version} standard library docstrings + help topics "
-             f"({_stdlib_dir()})",
-        size_bytes=len(text), sha256=sha256_bytes(text), documents=len(documents),
-        sentences=sum(map(len, documents)), words=count_words(documents))
+        f"({_stdlib_dir()})",
+        size_bytes=len(text),
+        sha256=sha256_bytes(text),
+        documents=len(documents),
+        sentences=sum(map(len, documents)),
+        words=count_words(documents),
+    )

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Optional, Sequence
 
 from mbert_lib.data import glue, wikitext
 from mbert_lib.data.builtin_corpus import builtin_documents, builtin_source_file
@@ -28,8 +28,13 @@ from mbert_lib.data.data_dir import DATA_DIR_ENV, resolve_data_dir
 from mbert_lib.data.errors import DataError
 from mbert_lib.data.hub import load_hub_split
 from mbert_lib.data.provenance import SourceFile, expected_sha256, sha256_bytes, sha256_file
-from mbert_lib.data.text import (Document, count_words, document_sha256, format_documents,
-                                 normalize_whitespace)
+from mbert_lib.data.text import (
+    Document,
+    count_words,
+    document_sha256,
+    format_documents,
+    normalize_whitespace,
+)
 
 SOURCES = ("auto", "builtin", "local", "hub")
 SST2_SENTENCES_PER_DOCUMENT = 100
@@ -56,8 +61,10 @@ class Corpus:
         return count_words(self.documents)
 
     def describe(self) -> str:
-        lines = [f"corpus {self.name}: {len(self.documents):,} documents, "
-                 f"{self.num_sentences:,} sentences, {self.num_words:,} words"]
+        lines = [
+            f"corpus {self.name}: {len(self.documents):,} documents, "
+            f"{self.num_sentences:,} sentences, {self.num_words:,} words"
+        ]
         lines += ["  " + f.describe() for f in self.files]
         return "\n".join(lines)
 
@@ -72,8 +79,10 @@ def sst2_documents(sentences: Sequence[str], forbidden: set[str]) -> tuple[list[
     Returns the documents and the number of sentences dropped.
     """
     kept = [normalize_whitespace(s) for s in sentences if _key(s) not in forbidden]
-    documents = [kept[i:i + SST2_SENTENCES_PER_DOCUMENT]
-                 for i in range(0, len(kept), SST2_SENTENCES_PER_DOCUMENT)]
+    documents = [
+        kept[i : i + SST2_SENTENCES_PER_DOCUMENT]
+        for i in range(0, len(kept), SST2_SENTENCES_PER_DOCUMENT)
+    ]
     return documents, len(sentences) - len(kept)
 
 
@@ -87,32 +96,52 @@ def _local_sst2(data_dir: Path) -> tuple[list[Document], SourceFile]:
         if other.is_file():
             forbidden.update(_key(s) for s, _ in glue.read_sst2_tsv(other))
     documents, dropped = sst2_documents(sentences, forbidden)
-    note = (f"training sentences only; {dropped} dropped because they occur in dev/test"
-            if forbidden else "training sentences only; no dev/test file to check against")
+    note = (
+        f"training sentences only; {dropped} dropped because they occur in dev/test"
+        if forbidden
+        else "training sentences only; no dev/test file to check against"
+    )
     return documents, SourceFile(
-        name=str(path), size_bytes=path.stat().st_size, sha256=sha256_file(path),
-        expected_sha256=expected_sha256(path), documents=len(documents),
-        sentences=sum(map(len, documents)), words=count_words(documents), note=note)
+        name=str(path),
+        size_bytes=path.stat().st_size,
+        sha256=sha256_file(path),
+        expected_sha256=expected_sha256(path),
+        documents=len(documents),
+        sentences=sum(map(len, documents)),
+        words=count_words(documents),
+        note=note,
+    )
 
 
-def _hub_sst2(loader: Optional[Callable]) -> tuple[list[Document], SourceFile]:
+def _hub_sst2(loader: Callable | None) -> tuple[list[Document], SourceFile]:
     sentences = [s for s, _ in glue.load_sst2("train", "hub", hub_loader=loader)]
-    forbidden = {_key(row["sentence"]) for split in ("validation", "test")
-                 for row in load_hub_split(glue.HUB_PATH, glue.HUB_CONFIG, split, loader)}
+    forbidden = {
+        _key(row["sentence"])
+        for split in ("validation", "test")
+        for row in load_hub_split(glue.HUB_PATH, glue.HUB_CONFIG, split, loader)
+    }
     documents, dropped = sst2_documents(sentences, forbidden)
     data = "\n".join(sentences).encode("utf-8")
     return documents, SourceFile(
-        name=f"hub {glue.HUB_PATH}/{glue.HUB_CONFIG} split train", size_bytes=len(data),
-        sha256=sha256_bytes(data), documents=len(documents),
-        sentences=sum(map(len, documents)), words=count_words(documents),
-        note=f"sentences only; {dropped} dropped because they occur in validation/test")
+        name=f"hub {glue.HUB_PATH}/{glue.HUB_CONFIG} split train",
+        size_bytes=len(data),
+        sha256=sha256_bytes(data),
+        documents=len(documents),
+        sentences=sum(map(len, documents)),
+        words=count_words(documents),
+        note=f"sentences only; {dropped} dropped because they occur in validation/test",
+    )
 
 
-def load_pretraining_corpus(source: str = "auto", data_dir: str | os.PathLike | None = None,
-                            *, wikitext_name: str = "wikitext-2",
-                            wikitext_splits: Optional[Sequence[str]] = None,
-                            include_sst2: bool = True,
-                            hub_loader: Optional[Callable] = None) -> Corpus:
+def load_pretraining_corpus(
+    source: str = "auto",
+    data_dir: str | os.PathLike | None = None,
+    *,
+    wikitext_name: str = "wikitext-2",
+    wikitext_splits: Sequence[str] | None = None,
+    include_sst2: bool = True,
+    hub_loader: Callable | None = None,
+) -> Corpus:
     """Loads pre-training text; see the module docstring for the sources.
 
     wikitext_splits: None = "train" when available, else every split present
@@ -129,12 +158,14 @@ def load_pretraining_corpus(source: str = "auto", data_dir: str | os.PathLike | 
         return Corpus("builtin", documents, [builtin_source_file(documents)])
     if source == "local":
         if resolved is None:
-            raise DataError(f"source 'local' needs a directory: pass --data-dir or set "
-                            f"{DATA_DIR_ENV}")
+            raise DataError(
+                f"source 'local' needs a directory: pass --data-dir or set {DATA_DIR_ENV}"
+            )
         documents, files = wikitext.read_local(resolved, wikitext_name, wikitext_splits)
     else:
-        documents, files = wikitext.read_hub(wikitext_name, wikitext_splits or ("train",),
-                                             hub_loader)
+        documents, files = wikitext.read_hub(
+            wikitext_name, wikitext_splits or ("train",), hub_loader
+        )
     name = f"{source}-{wikitext_name}"
     if include_sst2:
         sst2_docs, sst2_file = _local_sst2(resolved) if source == "local" else _hub_sst2(hub_loader)
@@ -142,8 +173,9 @@ def load_pretraining_corpus(source: str = "auto", data_dir: str | os.PathLike | 
     return Corpus(name, documents, files)
 
 
-def split_heldout(documents: Sequence[Document], fraction: float = 0.05
-                  ) -> tuple[list[Document], list[Document]]:
+def split_heldout(
+    documents: Sequence[Document], fraction: float = 0.05
+) -> tuple[list[Document], list[Document]]:
     """(train, heldout): whole documents, chosen by content hash, order kept.
 
     Documents are taken in order of their sha256 until the held-out part has
@@ -156,8 +188,10 @@ def split_heldout(documents: Sequence[Document], fraction: float = 0.05
         raise DataError(f"heldout_fraction must be in (0, 1), got {fraction}")
     n = len(documents)
     if n < 4:
-        raise DataError(f"a corpus of {n} documents is too small to hold out whole documents "
-                        "and keep at least two on each side")
+        raise DataError(
+            f"a corpus of {n} documents is too small to hold out whole documents "
+            "and keep at least two on each side"
+        )
     words = [count_words([d]) for d in documents]
     budget = fraction * sum(words)
     ranked = sorted(range(n), key=lambda i: (document_sha256(documents[i]), i))
@@ -167,5 +201,7 @@ def split_heldout(documents: Sequence[Document], fraction: float = 0.05
             break
         held.add(i)
         taken += words[i]
-    return ([d for i, d in enumerate(documents) if i not in held],
-            [d for i, d in enumerate(documents) if i in held])
+    return (
+        [d for i, d in enumerate(documents) if i not in held],
+        [d for i, d in enumerate(documents) if i in held],
+    )

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Optional
 
 DATA_DIR_ENV = "MBERT_DATA_DIR"
 
 
-def resolve_data_dir(data_dir: str | os.PathLike | None = None) -> Optional[Path]:
+def resolve_data_dir(data_dir: str | os.PathLike | None = None) -> Path | None:
     """`data_dir` if given, else $MBERT_DATA_DIR if set, else None."""
     if data_dir is not None:
         return Path(data_dir)

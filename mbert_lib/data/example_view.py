@@ -15,7 +15,7 @@ row per real token (T positions, padding dropped):
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
@@ -29,9 +29,9 @@ def example_table(examples: Mapping[str, np.ndarray], index: int, tokenizer) -> 
     if not 0 <= index < n:
         raise IndexError(f"example index {index} out of range for {n} examples")
     length = int(examples["input_mask"][index].sum())
-    inputs = examples["input_word_ids"][index, :length]                          # [T']
-    original = original_tokens({k: v[index:index + 1] for k, v in examples.items()})[0, :length]
-    weights = examples["masked_lm_weights"][index] > 0                            # [P]
+    inputs = examples["input_word_ids"][index, :length]  # [T']
+    original = original_tokens({k: v[index : index + 1] for k, v in examples.items()})[0, :length]
+    weights = examples["masked_lm_weights"][index] > 0  # [P]
     targets = set(examples["masked_lm_positions"][index][weights].tolist())
     roles = []
     for position, (seen, true) in enumerate(zip(inputs, original)):
@@ -44,8 +44,12 @@ def example_table(examples: Mapping[str, np.ndarray], index: int, tokenizer) -> 
         else:
             roles.append("kept")
     vocab = tokenizer.vocab
-    return pd.DataFrame({
-        "position": np.arange(length),
-        "segment": np.where(examples["input_type_ids"][index, :length] == 0, "A", "B"),
-        "input": [vocab[t] for t in inputs], "original": [vocab[t] for t in original],
-        "role": roles})
+    return pd.DataFrame(
+        {
+            "position": np.arange(length),
+            "segment": np.where(examples["input_type_ids"][index, :length] == 0, "A", "B"),
+            "input": [vocab[t] for t in inputs],
+            "original": [vocab[t] for t in original],
+            "role": roles,
+        }
+    )

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -55,9 +55,13 @@ from mbert_lib.data.text import Document
 TokenDocument = list[list[int]]  # sentences of token ids
 
 FEATURES = {
-    "input_word_ids": np.int32, "input_mask": np.int32, "input_type_ids": np.int32,
-    "masked_lm_positions": np.int32, "masked_lm_ids": np.int32,
-    "masked_lm_weights": np.float32, "next_sentence_labels": np.int32,
+    "input_word_ids": np.int32,
+    "input_mask": np.int32,
+    "input_type_ids": np.int32,
+    "masked_lm_positions": np.int32,
+    "masked_lm_ids": np.int32,
+    "masked_lm_weights": np.float32,
+    "next_sentence_labels": np.int32,
 }
 MASK_PROB, RANDOM_PROB = 0.8, 0.1  # of the chosen positions; the remaining 0.1 keep their token
 
@@ -79,11 +83,14 @@ class ExampleConfig:
             if isinstance(value, bool) or not isinstance(value, int):
                 raise DataError(f"{name} must be an integer, got {value!r}")
         if self.seq_length < 5:
-            raise DataError(f"seq_length must be >= 5 ([CLS] A [SEP] B [SEP]), "
-                            f"got {self.seq_length}")
+            raise DataError(
+                f"seq_length must be >= 5 ([CLS] A [SEP] B [SEP]), got {self.seq_length}"
+            )
         if not 1 <= self.max_predictions_per_seq <= self.seq_length - 3:
-            raise DataError(f"max_predictions_per_seq must be in [1, seq_length - 3 = "
-                            f"{self.seq_length - 3}], got {self.max_predictions_per_seq}")
+            raise DataError(
+                f"max_predictions_per_seq must be in [1, seq_length - 3 = "
+                f"{self.seq_length - 3}], got {self.max_predictions_per_seq}"
+            )
         if not 0.0 < self.masked_lm_prob < 1.0:
             raise DataError(f"masked_lm_prob must be in (0, 1), got {self.masked_lm_prob}")
         if not 0.0 <= self.short_seq_prob <= 1.0:
@@ -129,7 +136,7 @@ def _truncate_pair(a: list[int], b: list[int], max_tokens: int, rng: random.Rand
         cuts[longer][0 if rng.random() < 0.5 else 1] += 1
         lengths[longer] -= 1
     for segment, (front, back) in zip(segments, cuts):
-        segment[:] = segment[front:len(segment) - back]
+        segment[:] = segment[front : len(segment) - back]
 
 
 def _split_sentence(tokens: list[int], rng: random.Random) -> tuple[list[int], list[int]]:
@@ -138,8 +145,13 @@ def _split_sentence(tokens: list[int], rng: random.Random) -> tuple[list[int], l
     return tokens[:cut], tokens[cut:]
 
 
-def _segment_pairs(docs: list[TokenDocument], index: int, max_tokens: int,
-                   short_seq_prob: float, rng: random.Random) -> Iterator[tuple[list, list, int]]:
+def _segment_pairs(
+    docs: list[TokenDocument],
+    index: int,
+    max_tokens: int,
+    short_seq_prob: float,
+    rng: random.Random,
+) -> Iterator[tuple[list, list, int]]:
     """(A, B, is_random_next) pairs from document `index` (BERT's packing)."""
     document = docs[index]
     target = max_tokens
@@ -157,7 +169,7 @@ def _segment_pairs(docs: list[TokenDocument], index: int, max_tokens: int,
             if is_random:
                 other = rng.randrange(len(docs) - 1)
                 other = docs[other + (other >= index)]  # any document but this one
-                for sentence in other[rng.randrange(len(other)):]:
+                for sentence in other[rng.randrange(len(other)) :]:
                     b.extend(sentence)
                     if len(b) >= target - len(a):
                         break
@@ -172,8 +184,14 @@ def _segment_pairs(docs: list[TokenDocument], index: int, max_tokens: int,
         i += 1
 
 
-def _mask(tokens: list[int], special: frozenset[int], replacements: list[int], mask_id: int,
-          config: ExampleConfig, rng: random.Random) -> tuple[list[int], list[int], list[int]]:
+def _mask(
+    tokens: list[int],
+    special: frozenset[int],
+    replacements: list[int],
+    mask_id: int,
+    config: ExampleConfig,
+    rng: random.Random,
+) -> tuple[list[int], list[int], list[int]]:
     """Chooses and corrupts MLM positions; returns (inputs, positions, original ids)."""
     candidates = [i for i, t in enumerate(tokens) if t not in special]
     rng.shuffle(candidates)
@@ -190,8 +208,9 @@ def _mask(tokens: list[int], special: frozenset[int], replacements: list[int], m
     return inputs, positions, [tokens[p] for p in positions]
 
 
-def create_examples(documents: Sequence[TokenDocument], tokenizer, config: ExampleConfig,
-                    progress: bool = False) -> dict[str, np.ndarray]:
+def create_examples(
+    documents: Sequence[TokenDocument], tokenizer, config: ExampleConfig, progress: bool = False
+) -> dict[str, np.ndarray]:
     """Masked-LM + NSP examples from tokenized documents (see the module docstring).
 
     `tokenizer` supplies the special ids ([CLS], [SEP], [MASK], ...) and the
@@ -200,8 +219,9 @@ def create_examples(documents: Sequence[TokenDocument], tokenizer, config: Examp
     """
     docs = [d for d in documents if d]
     if len(docs) < 2:
-        raise DataError(f"next-sentence prediction needs at least 2 non-empty documents, "
-                        f"got {len(docs)}")
+        raise DataError(
+            f"next-sentence prediction needs at least 2 non-empty documents, got {len(docs)}"
+        )
     if tokenizer.pad_id != 0:
         raise DataError(f"the tokenizer's [PAD] id must be 0, got {tokenizer.pad_id}")
     special = tokenizer.special_ids
@@ -210,14 +230,16 @@ def create_examples(documents: Sequence[TokenDocument], tokenizer, config: Examp
     T, P = config.seq_length, config.max_predictions_per_seq
     rng = random.Random(config.seed)
     rows = []
-    passes = tqdm(total=config.dupe_factor * len(docs), disable=not progress, unit="doc",
-                  desc="examples")
+    passes = tqdm(
+        total=config.dupe_factor * len(docs), disable=not progress, unit="doc", desc="examples"
+    )
     for _ in range(config.dupe_factor):
         for index in range(len(docs)):
             for a, b, is_random in _segment_pairs(docs, index, T - 3, config.short_seq_prob, rng):
                 tokens = [cls] + a + [sep] + b + [sep]
-                inputs, positions, labels = _mask(tokens, special, replacements, mask_id,
-                                                  config, rng)
+                inputs, positions, labels = _mask(
+                    tokens, special, replacements, mask_id, config, rng
+                )
                 rows.append((inputs, len(a) + 2, positions, labels, is_random))
             passes.update()
     passes.close()
@@ -227,16 +249,19 @@ def create_examples(documents: Sequence[TokenDocument], tokenizer, config: Examp
 
 def _to_arrays(rows: list, T: int, P: int) -> dict[str, np.ndarray]:
     n = len(rows)
-    out = {name: np.zeros((n, P) if "masked" in name else (n, T), dtype)
-           for name, dtype in FEATURES.items() if name != "next_sentence_labels"}
+    out = {
+        name: np.zeros((n, P) if "masked" in name else (n, T), dtype)
+        for name, dtype in FEATURES.items()
+        if name != "next_sentence_labels"
+    }
     out["next_sentence_labels"] = np.zeros((n,), np.int32)
     for r, (inputs, len_a, positions, labels, is_random) in enumerate(rows):
-        out["input_word_ids"][r, :len(inputs)] = inputs             # [T]
-        out["input_mask"][r, :len(inputs)] = 1
-        out["input_type_ids"][r, len_a:len(inputs)] = 1              # segment B and its [SEP]
-        out["masked_lm_positions"][r, :len(positions)] = positions   # [P]
-        out["masked_lm_ids"][r, :len(labels)] = labels
-        out["masked_lm_weights"][r, :len(labels)] = 1.0
+        out["input_word_ids"][r, : len(inputs)] = inputs  # [T]
+        out["input_mask"][r, : len(inputs)] = 1
+        out["input_type_ids"][r, len_a : len(inputs)] = 1  # segment B and its [SEP]
+        out["masked_lm_positions"][r, : len(positions)] = positions  # [P]
+        out["masked_lm_ids"][r, : len(labels)] = labels
+        out["masked_lm_weights"][r, : len(labels)] = 1.0
         out["next_sentence_labels"][r] = is_random
     return out
 
@@ -244,7 +269,7 @@ def _to_arrays(rows: list, T: int, P: int) -> dict[str, np.ndarray]:
 def original_tokens(examples: dict[str, np.ndarray]) -> np.ndarray:
     """input_word_ids [n, T] with the MLM targets put back at their positions."""
     tokens = examples["input_word_ids"].copy()
-    rows, slots = np.nonzero(examples["masked_lm_weights"] > 0)                # [M], [M]
+    rows, slots = np.nonzero(examples["masked_lm_weights"] > 0)  # [M], [M]
     positions = examples["masked_lm_positions"][rows, slots]
     tokens[rows, positions] = examples["masked_lm_ids"][rows, slots]
     return tokens
@@ -257,13 +282,14 @@ def example_statistics(examples: dict[str, np.ndarray], tokenizer) -> dict[str, 
     A random replacement that happens to draw the original token counts as
     "kept" here (probability 1 / number of non-special tokens).
     """
-    weights = examples["masked_lm_weights"] > 0                                 # [n, P]
+    weights = examples["masked_lm_weights"] > 0  # [n, P]
     rows, slots = np.nonzero(weights)
     inputs = examples["input_word_ids"][rows, examples["masked_lm_positions"][rows, slots]]
     labels = examples["masked_lm_ids"][rows, slots]
     mask_id = tokenizer.mask_id
-    maskable = (examples["input_mask"] == 1) & ~np.isin(original_tokens(examples),
-                                                         list(tokenizer.special_ids))
+    maskable = (examples["input_mask"] == 1) & ~np.isin(
+        original_tokens(examples), list(tokenizer.special_ids)
+    )
     return {
         "examples": int(len(examples["next_sentence_labels"])),
         "tokens": int(examples["input_mask"].sum()),

@@ -17,8 +17,8 @@ WikiText alone, where it is a real task.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -29,18 +29,22 @@ from mbert_lib.data.tfrecord import read_manifest
 from mbert_lib.data.tokenizer import load_tokenizer
 
 
-def partition_documents(documents: Sequence[Document], reference: Sequence[Document]
-                        ) -> tuple[list[Document], list[Document]]:
+def partition_documents(
+    documents: Sequence[Document], reference: Sequence[Document]
+) -> tuple[list[Document], list[Document]]:
     """(documents that also occur in `reference`, the others), by content, order kept."""
     known = {document_sha256(d) for d in reference}
     inside = [d for d in documents if document_sha256(d) in known]
     return inside, [d for d in documents if document_sha256(d) not in known]
 
 
-def heldout_examples_by_source(output_dir: str | os.PathLike,
-                               sources: Mapping[str, Sequence[Document]],
-                               rest: str = "rest", dupe_factor: int = 5, seed: int = 2024
-                               ) -> dict[str, dict[str, np.ndarray]]:
+def heldout_examples_by_source(
+    output_dir: str | os.PathLike,
+    sources: Mapping[str, Sequence[Document]],
+    rest: str = "rest",
+    dupe_factor: int = 5,
+    seed: int = 2024,
+) -> dict[str, dict[str, np.ndarray]]:
     """{source name: example arrays} from a prepared directory's held-out documents.
 
     output_dir: what `prepare_pretraining_data` wrote (corpus/heldout.txt,
@@ -58,15 +62,22 @@ def heldout_examples_by_source(output_dir: str | os.PathLike,
     held = parse_documents(heldout_path.read_text(encoding="utf-8"))
     manifest = read_manifest(output_dir / "examples")
     eval_config = manifest["key"]["eval_examples"]
-    config = ExampleConfig(eval_config["seq_length"], eval_config["max_predictions_per_seq"],
-                           eval_config["masked_lm_prob"], eval_config["short_seq_prob"],
-                           dupe_factor, seed)
+    config = ExampleConfig(
+        eval_config["seq_length"],
+        eval_config["max_predictions_per_seq"],
+        eval_config["masked_lm_prob"],
+        eval_config["short_seq_prob"],
+        dupe_factor,
+        seed,
+    )
     tokenizer = load_tokenizer(output_dir / "tokenizer")
     groups: dict[str, list[Document]] = {}
     remaining = held
     for name, documents in sources.items():
         groups[name], remaining = partition_documents(remaining, documents)
     groups[rest] = remaining
-    return {name: create_examples(tokenize_documents(tokenizer, docs), tokenizer,
-                                  config)
-            for name, docs in groups.items() if len(docs) >= 2}
+    return {
+        name: create_examples(tokenize_documents(tokenizer, docs), tokenizer, config)
+        for name, docs in groups.items()
+        if len(docs) >= 2
+    }

@@ -7,18 +7,19 @@ iterable of row dicts.
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from collections.abc import Callable
 
 from mbert_lib.data.errors import DataError
 
-
 OFFLINE_CORPUS = "or use the builtin corpus (--source builtin)"
-OFFLINE_TASK = ("or fine-tune on the offline stand-in task instead (--task builtin_shuffled; it "
-                "is not GLUE)")
+OFFLINE_TASK = (
+    "or fine-tune on the offline stand-in task instead (--task builtin_shuffled; it is not GLUE)"
+)
 
 
-def load_hub_split(path: str, name: str, split: str, loader: Optional[Callable] = None,
-                   offline: str = OFFLINE_CORPUS):
+def load_hub_split(
+    path: str, name: str, split: str, loader: Callable | None = None, offline: str = OFFLINE_CORPUS
+):
     """Rows of `split` of the hub data set `path` (config `name`).
 
     Any failure (no network, unknown name) becomes a DataError that says how
@@ -35,4 +36,5 @@ def load_hub_split(path: str, name: str, split: str, loader: Optional[Callable] 
             f"could not load {path} ({name}, split {split}) from the Hugging Face hub: "
             f"{type(e).__name__}: {e}. Without a network, point --data-dir (or the "
             f"MBERT_DATA_DIR environment variable) at a local copy in the original layout, "
-            f"{offline}") from e
+            f"{offline}"
+        ) from e

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Optional
 
 import tensorflow as tf
 
@@ -25,11 +24,17 @@ from mbert_lib.data.errors import DataError
 from mbert_lib.data.tfrecord import parse_batch, read_manifest
 
 
-def make_pretraining_dataset(examples_dir: str | os.PathLike, batch_size: int, *,
-                             split: str = "train", shuffle: Optional[bool] = None,
-                             repeat: Optional[bool] = None,
-                             drop_remainder: Optional[bool] = None, seed: int = 0,
-                             shuffle_buffer: int = 10_000) -> tf.data.Dataset:
+def make_pretraining_dataset(
+    examples_dir: str | os.PathLike,
+    batch_size: int,
+    *,
+    split: str = "train",
+    shuffle: bool | None = None,
+    repeat: bool | None = None,
+    drop_remainder: bool | None = None,
+    seed: int = 0,
+    shuffle_buffer: int = 10_000,
+) -> tf.data.Dataset:
     """Batched examples of `split` ("train" or "eval", the held-out documents).
 
     Defaults: "train" shuffles (with `seed`), repeats forever and drops the
@@ -46,8 +51,10 @@ def make_pretraining_dataset(examples_dir: str | os.PathLike, batch_size: int, *
     repeat = training if repeat is None else repeat
     drop_remainder = training if drop_remainder is None else drop_remainder
     if drop_remainder and manifest["counts"][split] < batch_size:
-        raise DataError(f"{examples_dir}: split {split!r} has {manifest['counts'][split]} "
-                        f"examples, fewer than one batch of {batch_size}")
+        raise DataError(
+            f"{examples_dir}: split {split!r} has {manifest['counts'][split]} "
+            f"examples, fewer than one batch of {batch_size}"
+        )
     T, P = manifest["seq_length"], manifest["max_predictions_per_seq"]
     dataset = tf.data.TFRecordDataset(str(examples_dir / manifest["files"][split]))
     if shuffle:
@@ -59,8 +66,9 @@ def make_pretraining_dataset(examples_dir: str | os.PathLike, batch_size: int, *
     return dataset.prefetch(tf.data.AUTOTUNE)
 
 
-def check_model_compatibility(config, *, tokenizer=None,
-                              examples_dir: str | os.PathLike | None = None) -> None:
+def check_model_compatibility(
+    config, *, tokenizer=None, examples_dir: str | os.PathLike | None = None
+) -> None:
     """Raises DataError when a model config cannot consume this tokenizer or these examples.
 
     Checks config.vocab_size == the tokenizer's / the examples' vocabulary
@@ -71,15 +79,18 @@ def check_model_compatibility(config, *, tokenizer=None,
         sources.append(("the tokenizer", tokenizer.vocab_size, None))
     if examples_dir is not None:
         manifest = read_manifest(examples_dir)
-        sources.append((f"the examples in {examples_dir}", manifest["vocab_size"],
-                        manifest["seq_length"]))
+        sources.append(
+            (f"the examples in {examples_dir}", manifest["vocab_size"], manifest["seq_length"])
+        )
     for name, vocab_size, seq_length in sources:
         if vocab_size != config.vocab_size:
             raise DataError(
                 f"vocab_size mismatch: {name} has {vocab_size} tokens but the model config "
                 f"has vocab_size={config.vocab_size}; use a tokenizer of {config.vocab_size} "
-                f"tokens (--vocab-size) or set vocab_size={vocab_size} in the model config")
+                f"tokens (--vocab-size) or set vocab_size={vocab_size} in the model config"
+            )
         if seq_length is not None and seq_length > config.max_position_embeddings:
             raise DataError(
                 f"seq_length {seq_length} of {name} exceeds the model config's "
-                f"max_position_embeddings={config.max_position_embeddings}")
+                f"max_position_embeddings={config.max_position_embeddings}"
+            )

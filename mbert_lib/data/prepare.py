@@ -22,15 +22,19 @@ import dataclasses
 import json
 import os
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Optional, Sequence
 
 import tokenizers
 
 from mbert_lib import atomic
 from mbert_lib.data.corpus import load_pretraining_corpus, split_heldout
-from mbert_lib.data.examples import (ExampleConfig, create_examples, example_statistics,
-                                     tokenize_documents)
+from mbert_lib.data.examples import (
+    ExampleConfig,
+    create_examples,
+    example_statistics,
+    tokenize_documents,
+)
 from mbert_lib.data.provenance import sha256_bytes
 from mbert_lib.data.text import format_documents, parse_documents
 from mbert_lib.data.tfrecord import build_examples_cache
@@ -49,9 +53,9 @@ class PreparedData:
     output_dir: Path
     tokenizer_dir: Path
     examples_dir: Path
-    manifest: dict          # examples/manifest.json
-    reused: dict            # stage -> True when the cached result was reused
-    seconds: dict           # stage -> wall time of this call
+    manifest: dict  # examples/manifest.json
+    reused: dict  # stage -> True when the cached result was reused
+    seconds: dict  # stage -> wall time of this call
 
     def tokenizer(self) -> WordPieceTokenizer:
         return load_tokenizer(self.tokenizer_dir)
@@ -65,8 +69,9 @@ def _write_if_changed(path: Path, text: str) -> bool:
     return True
 
 
-def _tokenizer_stage(directory: Path, train_text: str, vocab_file, vocab_size: int,
-                     do_lower_case: bool) -> tuple[WordPieceTokenizer, bool]:
+def _tokenizer_stage(
+    directory: Path, train_text: str, vocab_file, vocab_size: int, do_lower_case: bool
+) -> tuple[WordPieceTokenizer, bool]:
     """The tokenizer in `directory`, reused when its training.json says it is the one asked
     for (a given vocabulary, or one trained on this text with these settings), else made
     and recorded: a directory shared by runs never keeps a vocabulary under the record of
@@ -75,33 +80,55 @@ def _tokenizer_stage(directory: Path, train_text: str, vocab_file, vocab_size: i
     if given is not None:
         key = {"given_vocab_sha256": given.sha256}
     else:
-        key = {"train_text_sha256": sha256_bytes(train_text.encode("utf-8")),
-               "vocab_size": vocab_size, "do_lower_case": do_lower_case,
-               "min_frequency": TOKENIZER_MIN_FREQUENCY,
-               "limit_alphabet": TOKENIZER_LIMIT_ALPHABET,
-               "trainer_version": TRAINER_VERSION, "tokenizers_version": tokenizers.__version__}
+        key = {
+            "train_text_sha256": sha256_bytes(train_text.encode("utf-8")),
+            "vocab_size": vocab_size,
+            "do_lower_case": do_lower_case,
+            "min_frequency": TOKENIZER_MIN_FREQUENCY,
+            "limit_alphabet": TOKENIZER_LIMIT_ALPHABET,
+            "trainer_version": TRAINER_VERSION,
+            "tokenizers_version": tokenizers.__version__,
+        }
     record = directory / "training.json"
     if record.is_file() and json.loads(record.read_text(encoding="utf-8")) == key:
         return load_tokenizer(directory), True
     if record.is_file():
         record.unlink()
-    tokenizer = given or train_wordpiece(train_text.split("\n"), vocab_size, do_lower_case,
-                                         TOKENIZER_MIN_FREQUENCY, TOKENIZER_LIMIT_ALPHABET)
+    tokenizer = given or train_wordpiece(
+        train_text.split("\n"),
+        vocab_size,
+        do_lower_case,
+        TOKENIZER_MIN_FREQUENCY,
+        TOKENIZER_LIMIT_ALPHABET,
+    )
     save_tokenizer(tokenizer, directory)
     atomic.write_text(record, json.dumps(key, indent=2) + "\n")
     return tokenizer, False
 
 
 def prepare_pretraining_data(
-        source: str = "auto", data_dir: str | os.PathLike | None = None,
-        output_dir: str | os.PathLike | None = None, *, wikitext_name: str = "wikitext-2",
-        wikitext_splits: Optional[Sequence[str]] = None, include_sst2: bool = True,
-        vocab_file: str | os.PathLike | None = None, vocab_size: int = 8192,
-        do_lower_case: bool = True, seq_length: int = 128, max_predictions_per_seq: int = 20,
-        masked_lm_prob: float = 0.15, short_seq_prob: float = 0.1, dupe_factor: int = 10,
-        eval_dupe_factor: int = 1, heldout_fraction: float = 0.05, seed: int = 12345,
-        hub_loader: Optional[Callable] = None, log: Callable[[str], None] = print,
-        progress: bool = True) -> PreparedData:
+    source: str = "auto",
+    data_dir: str | os.PathLike | None = None,
+    output_dir: str | os.PathLike | None = None,
+    *,
+    wikitext_name: str = "wikitext-2",
+    wikitext_splits: Sequence[str] | None = None,
+    include_sst2: bool = True,
+    vocab_file: str | os.PathLike | None = None,
+    vocab_size: int = 8192,
+    do_lower_case: bool = True,
+    seq_length: int = 128,
+    max_predictions_per_seq: int = 20,
+    masked_lm_prob: float = 0.15,
+    short_seq_prob: float = 0.1,
+    dupe_factor: int = 10,
+    eval_dupe_factor: int = 1,
+    heldout_fraction: float = 0.05,
+    seed: int = 12345,
+    hub_loader: Callable | None = None,
+    log: Callable[[str], None] = print,
+    progress: bool = True,
+) -> PreparedData:
     """Runs (or reuses) every stage and returns where the results are.
 
     Sources and their options: see `load_pretraining_corpus`. `vocab_file`
@@ -109,55 +136,81 @@ def prepare_pretraining_data(
     then ignored). Example options: see `ExampleConfig`; the eval examples
     use `eval_dupe_factor` passes and seed + 1.
     """
-    config = ExampleConfig(seq_length, max_predictions_per_seq, masked_lm_prob,
-                           short_seq_prob, dupe_factor, seed)
+    config = ExampleConfig(
+        seq_length, max_predictions_per_seq, masked_lm_prob, short_seq_prob, dupe_factor, seed
+    )
     seconds, reused = {}, {}
     start = time.perf_counter()
-    corpus = load_pretraining_corpus(source, data_dir, wikitext_name=wikitext_name,
-                                     wikitext_splits=wikitext_splits,
-                                     include_sst2=include_sst2, hub_loader=hub_loader)
+    corpus = load_pretraining_corpus(
+        source,
+        data_dir,
+        wikitext_name=wikitext_name,
+        wikitext_splits=wikitext_splits,
+        include_sst2=include_sst2,
+        hub_loader=hub_loader,
+    )
     log(corpus.describe())
     for file in corpus.files:
         file.warn_on_mismatch()
     output_dir = Path(output_dir) if output_dir else DEFAULT_DATA_ROOT / "pretraining" / corpus.name
     train_docs, heldout_docs = split_heldout(corpus.documents, heldout_fraction)
     train_text, heldout_text = format_documents(train_docs), format_documents(heldout_docs)
-    written = [_write_if_changed(output_dir / "corpus" / name, text)
-               for name, text in (("train.txt", train_text), ("heldout.txt", heldout_text))]
-    _write_if_changed(output_dir / "corpus" / "sources.json", json.dumps(
-        {"corpus": corpus.name, "files": [dataclasses.asdict(f) for f in corpus.files]},
-        indent=2) + "\n")
+    written = [
+        _write_if_changed(output_dir / "corpus" / name, text)
+        for name, text in (("train.txt", train_text), ("heldout.txt", heldout_text))
+    ]
+    _write_if_changed(
+        output_dir / "corpus" / "sources.json",
+        json.dumps(
+            {"corpus": corpus.name, "files": [dataclasses.asdict(f) for f in corpus.files]},
+            indent=2,
+        )
+        + "\n",
+    )
     reused["corpus"] = not any(written)
     seconds["corpus"] = time.perf_counter() - start
-    log(f"held out {len(heldout_docs)} of {len(corpus.documents)} documents "
-        f"({sum(map(len, heldout_docs)):,} sentences) -> {output_dir / 'corpus'}")
+    log(
+        f"held out {len(heldout_docs)} of {len(corpus.documents)} documents "
+        f"({sum(map(len, heldout_docs)):,} sentences) -> {output_dir / 'corpus'}"
+    )
 
     start = time.perf_counter()
     tokenizer_dir = output_dir / "tokenizer"
-    tokenizer, reused["tokenizer"] = _tokenizer_stage(tokenizer_dir, train_text, vocab_file,
-                                                      vocab_size, do_lower_case)
+    tokenizer, reused["tokenizer"] = _tokenizer_stage(
+        tokenizer_dir, train_text, vocab_file, vocab_size, do_lower_case
+    )
     seconds["tokenizer"] = time.perf_counter() - start
-    log(f"tokenizer: {tokenizer} ({'reused' if reused['tokenizer'] else 'written'}) "
-        f"-> {tokenizer_dir}")
+    log(
+        f"tokenizer: {tokenizer} ({'reused' if reused['tokenizer'] else 'written'}) "
+        f"-> {tokenizer_dir}"
+    )
 
     start = time.perf_counter()
     eval_config = dataclasses.replace(config, dupe_factor=eval_dupe_factor, seed=seed + 1)
-    key = {"examples": config.to_dict(), "eval_examples": eval_config.to_dict(),
-           "train_text_sha256": sha256_bytes(train_text.encode("utf-8")),
-           "heldout_text_sha256": sha256_bytes(heldout_text.encode("utf-8")),
-           "tokenizer_sha256": tokenizer.sha256}
+    key = {
+        "examples": config.to_dict(),
+        "eval_examples": eval_config.to_dict(),
+        "train_text_sha256": sha256_bytes(train_text.encode("utf-8")),
+        "heldout_text_sha256": sha256_bytes(heldout_text.encode("utf-8")),
+        "tokenizer_sha256": tokenizer.sha256,
+    }
 
     def make_examples():
         splits = {}
-        for split, text, cfg in (("train", train_text, config),
-                                 ("eval", heldout_text, eval_config)):
+        for split, text, cfg in (
+            ("train", train_text, config),
+            ("eval", heldout_text, eval_config),
+        ):
             docs = tokenize_documents(tokenizer, parse_documents(text))
             splits[split] = create_examples(docs, tokenizer, cfg, progress=progress)
-        extra = {"corpus": corpus.name, "seq_length": seq_length,
-                 "max_predictions_per_seq": max_predictions_per_seq,
-                 "vocab_size": tokenizer.vocab_size, "do_lower_case": tokenizer.do_lower_case,
-                 "statistics": {s: example_statistics(a, tokenizer)
-                                for s, a in splits.items()}}
+        extra = {
+            "corpus": corpus.name,
+            "seq_length": seq_length,
+            "max_predictions_per_seq": max_predictions_per_seq,
+            "vocab_size": tokenizer.vocab_size,
+            "do_lower_case": tokenizer.do_lower_case,
+            "statistics": {s: example_statistics(a, tokenizer) for s, a in splits.items()},
+        }
         return splits, extra
 
     examples_dir = output_dir / "examples"
@@ -166,10 +219,12 @@ def prepare_pretraining_data(
     for split in ("train", "eval"):
         stats = manifest["statistics"][split]
         size = (examples_dir / manifest["files"][split]).stat().st_size
-        log(f"{split}: {stats['examples']:,} examples, {stats['tokens']:,} tokens "
+        log(
+            f"{split}: {stats['examples']:,} examples, {stats['tokens']:,} tokens "
             f"({stats['tokens'] / stats['examples'] / seq_length:.1%} of the slots filled), "
             f"{stats['predictions'] / stats['maskable']:.1%} of the maskable tokens predicted, "
             f"NSP random {stats['random_next'] / stats['examples']:.1%}, "
-            f"{size / 1e6:.1f} MB ({'reused' if reused['examples'] else 'written'})")
+            f"{size / 1e6:.1f} MB ({'reused' if reused['examples'] else 'written'})"
+        )
     log("seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in seconds.items()))
     return PreparedData(output_dir, tokenizer_dir, examples_dir, manifest, reused, seconds)

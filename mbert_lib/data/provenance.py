@@ -14,7 +14,6 @@ import hashlib
 import os
 import warnings
 from pathlib import Path
-from typing import Optional
 
 KNOWN_SHA256 = {
     "wikitext-2/test.txt": "d790b833ef8cf03a90db7bf1271b7520b83c45ce07ba3c1a9699df81e239eca0",
@@ -38,7 +37,7 @@ def sha256_file(path: str | os.PathLike) -> str:
     return digest.hexdigest()
 
 
-def expected_sha256(path: str | os.PathLike) -> Optional[str]:
+def expected_sha256(path: str | os.PathLike) -> str | None:
     """The published checksum for `path`, or None when the file is not in the table."""
     parts = Path(path).parts
     return KNOWN_SHA256.get("/".join(parts[-2:]))
@@ -58,7 +57,7 @@ class SourceFile:
     documents: int
     sentences: int
     words: int
-    expected_sha256: Optional[str] = None
+    expected_sha256: str | None = None
     note: str = ""
 
     @property
@@ -69,9 +68,11 @@ class SourceFile:
 
     def describe(self) -> str:
         """One line for the prepare step's printout."""
-        line = (f"{self.name}: {self.size_bytes / 1e6:.2f} MB, {self.documents:,} documents, "
-                f"{self.sentences:,} sentences, {self.words:,} words, sha256 {self.sha256} "
-                f"({self.checksum_status})")
+        line = (
+            f"{self.name}: {self.size_bytes / 1e6:.2f} MB, {self.documents:,} documents, "
+            f"{self.sentences:,} sentences, {self.words:,} words, sha256 {self.sha256} "
+            f"({self.checksum_status})"
+        )
         return line + (f"; {self.note}" if self.note else "")
 
     def warn_on_mismatch(self) -> None:
@@ -80,4 +81,6 @@ class SourceFile:
             warnings.warn(
                 f"{self.name}: sha256 {self.sha256} differs from the published "
                 f"{self.expected_sha256}; it may be another release or a damaged copy, so "
-                "results on it are not comparable with ours", stacklevel=2)
+                "results on it are not comparable with ours",
+                stacklevel=2,
+            )

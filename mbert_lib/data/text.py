@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from mbert_lib.data.errors import DataError
 
@@ -48,10 +48,12 @@ def read_text(path: str | Path) -> str:
     lengths = list(map(len, text.split("\n")))
     if lengths and max(lengths) > MAX_LINE_CHARS:
         number = next(i for i, n in enumerate(lengths, start=1) if n > MAX_LINE_CHARS)
-        raise DataError(f"{path}:{number}: a line of {lengths[number - 1]:,} characters, over "
-                        f"the limit of {MAX_LINE_CHARS:,} (mbert_lib.data.text.MAX_LINE_CHARS); "
-                        "a file whose line breaks were lost? One sentence or paragraph per line "
-                        "is expected")
+        raise DataError(
+            f"{path}:{number}: a line of {lengths[number - 1]:,} characters, over "
+            f"the limit of {MAX_LINE_CHARS:,} (mbert_lib.data.text.MAX_LINE_CHARS); "
+            "a file whose line breaks were lost? One sentence or paragraph per line "
+            "is expected"
+        )
     return text
 
 
@@ -71,11 +73,11 @@ def split_sentences(paragraph: str) -> list[str]:
     paragraph = normalize_whitespace(paragraph)
     sentences, start = [], 0
     for match in _BOUNDARY.finditer(paragraph):
-        words = paragraph[start:match.start()].split()
+        words = paragraph[start : match.start()].split()
         last = words[-1].lower() if words else ""
         if (len(last) == 1 and last.isalpha()) or last.rstrip(".") in _ABBREVIATIONS:
             continue
-        sentences.append(paragraph[start:match.end()].strip())
+        sentences.append(paragraph[start : match.end()].strip())
         start = match.end()
     tail = paragraph[start:].strip()
     if tail:
@@ -89,8 +91,9 @@ def format_documents(documents: Sequence[Document]) -> str:
     for index, document in enumerate(documents):
         for sentence in document:
             if not sentence or "\n" in sentence:
-                raise ValueError(f"document {index}: sentences must be non-empty single lines, "
-                                 f"got {sentence!r}")
+                raise ValueError(
+                    f"document {index}: sentences must be non-empty single lines, got {sentence!r}"
+                )
         if document:
             blocks.append("\n".join(document))
     return "\n\n".join(blocks) + "\n" if blocks else ""

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import tensorflow as tf
@@ -40,14 +40,19 @@ def write_tfrecord(path: str | os.PathLike, examples: dict[str, np.ndarray]) -> 
                     values = np.atleast_1d(examples[name][i])
                     if dtype == np.float32:
                         feature[name] = tf.train.Feature(
-                            float_list=tf.train.FloatList(value=values.tolist()))
+                            float_list=tf.train.FloatList(value=values.tolist())
+                        )
                     else:
                         feature[name] = tf.train.Feature(
-                            int64_list=tf.train.Int64List(value=values.tolist()))
+                            int64_list=tf.train.Int64List(value=values.tolist())
+                        )
                 # deterministic: the feature map in key order; otherwise its order, and
                 # so the file's bytes, change from one process to the next
-                writer.write(tf.train.Example(features=tf.train.Features(
-                    feature=feature)).SerializeToString(deterministic=True))
+                writer.write(
+                    tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString(
+                        deterministic=True
+                    )
+                )
     return n
 
 
@@ -55,8 +60,13 @@ def feature_spec(seq_length: int, max_predictions_per_seq: int) -> dict:
     """`tf.io.parse_example` spec of one record: [T], [P] or scalar features."""
     spec = {}
     for name, dtype in FEATURES.items():
-        shape = ([] if name == "next_sentence_labels"
-                 else [max_predictions_per_seq] if name.startswith("masked_lm") else [seq_length])
+        shape = (
+            []
+            if name == "next_sentence_labels"
+            else [max_predictions_per_seq]
+            if name.startswith("masked_lm")
+            else [seq_length]
+        )
         spec[name] = tf.io.FixedLenFeature(shape, tf.float32 if dtype == np.float32 else tf.int64)
     return spec
 
@@ -64,15 +74,21 @@ def feature_spec(seq_length: int, max_predictions_per_seq: int) -> dict:
 def parse_batch(serialized: tf.Tensor, seq_length: int, max_predictions_per_seq: int) -> dict:
     """[B] serialized records -> the contract's tensors (int64 cast to int32)."""
     parsed = tf.io.parse_example(serialized, feature_spec(seq_length, max_predictions_per_seq))
-    return {name: tf.cast(value, tf.int32) if value.dtype == tf.int64 else value
-            for name, value in parsed.items()}
+    return {
+        name: tf.cast(value, tf.int32) if value.dtype == tf.int64 else value
+        for name, value in parsed.items()
+    }
 
 
-def read_tfrecord(path: str | os.PathLike, seq_length: int,
-                  max_predictions_per_seq: int) -> dict[str, np.ndarray]:
+def read_tfrecord(
+    path: str | os.PathLike, seq_length: int, max_predictions_per_seq: int
+) -> dict[str, np.ndarray]:
     """All examples of a file as numpy arrays (for inspection and tests)."""
-    dataset = tf.data.TFRecordDataset(str(path)).batch(4096).map(
-        lambda s: parse_batch(s, seq_length, max_predictions_per_seq))
+    dataset = (
+        tf.data.TFRecordDataset(str(path))
+        .batch(4096)
+        .map(lambda s: parse_batch(s, seq_length, max_predictions_per_seq))
+    )
     parts = list(dataset.as_numpy_iterator())
     return {name: np.concatenate([p[name] for p in parts]) for name in FEATURES}
 
@@ -81,8 +97,10 @@ def read_manifest(examples_dir: str | os.PathLike) -> dict:
     """The manifest of a complete examples directory (an error names what is missing)."""
     path = Path(examples_dir) / MANIFEST
     if not path.is_file():
-        raise FileNotFoundError(f"{path} does not exist: run the prepare step "
-                                "(data_scripts/prepare_pretraining_data.py) first")
+        raise FileNotFoundError(
+            f"{path} does not exist: run the prepare step "
+            "(data_scripts/prepare_pretraining_data.py) first"
+        )
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as e:
@@ -93,8 +111,9 @@ def read_manifest(examples_dir: str | os.PathLike) -> dict:
     return manifest
 
 
-def build_examples_cache(examples_dir: str | os.PathLike, key: dict,
-                         make_examples: Callable[[], tuple[dict, dict]]) -> tuple[dict, bool]:
+def build_examples_cache(
+    examples_dir: str | os.PathLike, key: dict, make_examples: Callable[[], tuple[dict, dict]]
+) -> tuple[dict, bool]:
     """Reuses `examples_dir` if its manifest has this `key`, else (re)builds it.
 
     key: JSON-serializable parameters that determine the examples.
@@ -110,14 +129,23 @@ def build_examples_cache(examples_dir: str | os.PathLike, key: dict,
             manifest = read_manifest(examples_dir)
         except DataError:
             manifest = None
-        if (manifest is not None and manifest["key"] == key
-                and all((examples_dir / f).is_file() for f in manifest["files"].values())):
+        if (
+            manifest is not None
+            and manifest["key"] == key
+            and all((examples_dir / f).is_file() for f in manifest["files"].values())
+        ):
             return manifest, True
         manifest_path.unlink()
     splits, extra = make_examples()
-    counts = {split: write_tfrecord(examples_dir / SPLIT_FILES[split], arrays)
-              for split, arrays in splits.items()}
-    manifest = {"key": key, "counts": counts,
-                "files": {split: SPLIT_FILES[split] for split in splits}, **extra}
+    counts = {
+        split: write_tfrecord(examples_dir / SPLIT_FILES[split], arrays)
+        for split, arrays in splits.items()
+    }
+    manifest = {
+        "key": key,
+        "counts": counts,
+        "files": {split: SPLIT_FILES[split] for split in splits},
+        **extra,
+    }
     atomic.write_text(manifest_path, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     return manifest, False

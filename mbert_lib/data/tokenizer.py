@@ -19,8 +19,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Iterable, Optional, Sequence
 
 import tokenizers
 from tokenizers import decoders, models, normalizers, pre_tokenizers
@@ -42,24 +42,31 @@ class WordPieceTokenizer:
         index: dict[str, int] = {}
         for i, token in enumerate(vocab):
             if not token or token != token.strip():
-                raise DataError(f"{source}: token {i} is empty or has surrounding spaces: "
-                                f"{token!r}")
+                raise DataError(
+                    f"{source}: token {i} is empty or has surrounding spaces: {token!r}"
+                )
             if token in index:
-                raise DataError(f"{source}: token {token!r} appears twice "
-                                f"(ids {index[token]} and {i})")
+                raise DataError(
+                    f"{source}: token {token!r} appears twice (ids {index[token]} and {i})"
+                )
             index[token] = i
         missing = [t for t in SPECIAL_TOKENS if t not in index]
         if missing:
             raise DataError(f"{source}: the BERT special tokens {missing} are missing")
         if index[PAD] != 0:
-            raise DataError(f"{source}: {PAD} must have id 0 (inputs are padded with 0), "
-                            f"it has id {index[PAD]}")
+            raise DataError(
+                f"{source}: {PAD} must have id 0 (inputs are padded with 0), it has id {index[PAD]}"
+            )
         self.vocab, self.do_lower_case, self._index = tuple(vocab), bool(do_lower_case), index
-        tok = tokenizers.Tokenizer(models.WordPiece(index, unk_token=UNK,
-                                                    max_input_chars_per_word=100))
+        tok = tokenizers.Tokenizer(
+            models.WordPiece(index, unk_token=UNK, max_input_chars_per_word=100)
+        )
         tok.normalizer = normalizers.BertNormalizer(
-            clean_text=True, handle_chinese_chars=True, strip_accents=None,
-            lowercase=self.do_lower_case)
+            clean_text=True,
+            handle_chinese_chars=True,
+            strip_accents=None,
+            lowercase=self.do_lower_case,
+        )
         tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
         tok.decoder = decoders.WordPiece(prefix="##")
         tok.add_special_tokens(list(SPECIAL_TOKENS))
@@ -111,8 +118,9 @@ class WordPieceTokenizer:
         return self._tokenizer.decode(list(map(int, ids)), skip_special_tokens=skip_special_tokens)
 
     def __repr__(self) -> str:
-        return (f"WordPieceTokenizer(vocab_size={self.vocab_size}, "
-                f"do_lower_case={self.do_lower_case})")
+        return (
+            f"WordPieceTokenizer(vocab_size={self.vocab_size}, do_lower_case={self.do_lower_case})"
+        )
 
 
 def read_vocab_file(path: str | os.PathLike) -> list[str]:
@@ -139,23 +147,35 @@ def save_tokenizer(tokenizer: WordPieceTokenizer, directory: str | os.PathLike) 
     return directory
 
 
-def tokenizer_files(tokenizer: WordPieceTokenizer, max_length: Optional[int] = None,
-                    tokenizer_class: str = "BertTokenizer") -> dict[str, str]:
+def tokenizer_files(
+    tokenizer: WordPieceTokenizer,
+    max_length: int | None = None,
+    tokenizer_class: str = "BertTokenizer",
+) -> dict[str, str]:
     """{file name: text} of vocab.txt and tokenizer_config.json: casing, special tokens and,
     given max_length (the model's max_position_embeddings), the length limit that
     transformers' `truncation=True` cuts to."""
-    config = {"tokenizer_class": tokenizer_class, "do_lower_case": tokenizer.do_lower_case,
-              "vocab_size": tokenizer.vocab_size,
-              "unk_token": UNK, "sep_token": SEP, "pad_token": PAD, "cls_token": CLS,
-              "mask_token": MASK}
+    config = {
+        "tokenizer_class": tokenizer_class,
+        "do_lower_case": tokenizer.do_lower_case,
+        "vocab_size": tokenizer.vocab_size,
+        "unk_token": UNK,
+        "sep_token": SEP,
+        "pad_token": PAD,
+        "cls_token": CLS,
+        "mask_token": MASK,
+    }
     if max_length is not None:
         config["model_max_length"] = int(max_length)
-    return {VOCAB_FILE: "\n".join(tokenizer.vocab) + "\n",
-            CONFIG_FILE: json.dumps(config, indent=2) + "\n"}
+    return {
+        VOCAB_FILE: "\n".join(tokenizer.vocab) + "\n",
+        CONFIG_FILE: json.dumps(config, indent=2) + "\n",
+    }
 
 
-def load_tokenizer(path: str | os.PathLike, do_lower_case: Optional[bool] = None
-                   ) -> WordPieceTokenizer:
+def load_tokenizer(
+    path: str | os.PathLike, do_lower_case: bool | None = None
+) -> WordPieceTokenizer:
     """Reads a tokenizer from a directory (vocab.txt [+ tokenizer_config.json]) or a vocab.txt.
 
     Casing: `do_lower_case` if given, else the json's value, else True (the
@@ -174,5 +194,6 @@ def load_tokenizer(path: str | os.PathLike, do_lower_case: Optional[bool] = None
             raise DataError(f"{config_path}: do_lower_case must be true or false, got {value!r}")
         do_lower_case = value
     vocab = read_vocab_file(vocab_path)
-    return WordPieceTokenizer(vocab, True if do_lower_case is None else do_lower_case,
-                              source=str(vocab_path))
+    return WordPieceTokenizer(
+        vocab, True if do_lower_case is None else do_lower_case, source=str(vocab_path)
+    )

@@ -27,8 +27,8 @@ Local layouts (first match wins), for NAME in {wikitext-2, wikitext-103}:
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Callable, Iterable, Optional, Sequence
 
 from mbert_lib.data.errors import DataError
 from mbert_lib.data.hub import load_hub_split
@@ -79,19 +79,23 @@ def _check(name: str) -> None:
 
 def local_candidates(data_dir: Path, name: str, split: str) -> list[Path]:
     """The paths where `split` of `name` may sit, in the order they are tried."""
-    return [data_dir / name / f"{split}.txt", data_dir / name / f"wiki.{split}.tokens",
-            data_dir / f"{name}-raw" / f"wiki.{split}.raw"]
+    return [
+        data_dir / name / f"{split}.txt",
+        data_dir / name / f"wiki.{split}.tokens",
+        data_dir / f"{name}-raw" / f"wiki.{split}.raw",
+    ]
 
 
-def _default_splits(found: dict[str, Optional[Path]]) -> list[str]:
+def _default_splits(found: dict[str, Path | None]) -> list[str]:
     """The training split when present, otherwise every split present."""
     if found["train"] is not None:
         return ["train"]
     return [s for s in SPLITS if found[s] is not None]
 
 
-def read_local(data_dir: str | Path, name: str = "wikitext-2",
-               splits: Optional[Sequence[str]] = None) -> tuple[list[Document], list[SourceFile]]:
+def read_local(
+    data_dir: str | Path, name: str = "wikitext-2", splits: Sequence[str] | None = None
+) -> tuple[list[Document], list[SourceFile]]:
     """Documents and provenance from WikiText files under `data_dir`.
 
     `splits=None` takes "train" when present, else every split present (the
@@ -101,8 +105,10 @@ def read_local(data_dir: str | Path, name: str = "wikitext-2",
     data_dir = Path(data_dir)
     if not data_dir.is_dir():
         raise FileNotFoundError(f"data directory {data_dir} does not exist")
-    found = {s: next((p for p in local_candidates(data_dir, name, s) if p.is_file()), None)
-             for s in SPLITS}
+    found = {
+        s: next((p for p in local_candidates(data_dir, name, s) if p.is_file()), None)
+        for s in SPLITS
+    }
     wanted = list(splits) if splits is not None else _default_splits(found)
     if not wanted:
         tried = ", ".join(str(p) for s in SPLITS for p in local_candidates(data_dir, name, s))
@@ -119,15 +125,25 @@ def read_local(data_dir: str | Path, name: str = "wikitext-2",
         if not docs:
             raise DataError(f"{path}: no text (the file is empty or has only headings)")
         documents.extend(docs)
-        files.append(SourceFile(
-            name=str(path), size_bytes=path.stat().st_size, sha256=sha256_file(path),
-            expected_sha256=expected_sha256(path), documents=len(docs),
-            sentences=sum(map(len, docs)), words=count_words(docs)))
+        files.append(
+            SourceFile(
+                name=str(path),
+                size_bytes=path.stat().st_size,
+                sha256=sha256_file(path),
+                expected_sha256=expected_sha256(path),
+                documents=len(docs),
+                sentences=sum(map(len, docs)),
+                words=count_words(docs),
+            )
+        )
     return documents, files
 
 
-def read_hub(name: str = "wikitext-2", splits: Optional[Sequence[str]] = ("train",),
-             loader: Optional[Callable] = None) -> tuple[list[Document], list[SourceFile]]:
+def read_hub(
+    name: str = "wikitext-2",
+    splits: Sequence[str] | None = ("train",),
+    loader: Callable | None = None,
+) -> tuple[list[Document], list[SourceFile]]:
     """Documents and provenance from the `datasets` hub (the raw release)."""
     _check(name)
     documents, files = [], []
@@ -142,7 +158,14 @@ def read_hub(name: str = "wikitext-2", splits: Optional[Sequence[str]] = ("train
             raise DataError(f"{label}: no text")
         data = "\n".join(lines).encode("utf-8")
         documents.extend(docs)
-        files.append(SourceFile(
-            name=label, size_bytes=len(data), sha256=sha256_bytes(data), documents=len(docs),
-            sentences=sum(map(len, docs)), words=count_words(docs)))
+        files.append(
+            SourceFile(
+                name=label,
+                size_bytes=len(data),
+                sha256=sha256_bytes(data),
+                documents=len(docs),
+                sentences=sum(map(len, docs)),
+                words=count_words(docs),
+            )
+        )
     return documents, files

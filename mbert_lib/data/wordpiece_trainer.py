@@ -19,7 +19,7 @@ before `vocab_size`, so the vocabulary always has exactly the size asked for.
 from __future__ import annotations
 
 import collections
-from typing import Iterable
+from collections.abc import Iterable
 
 import tokenizers
 from tokenizers import models, normalizers, pre_tokenizers, trainers
@@ -52,8 +52,13 @@ def _alphabet(counts: collections.Counter, limit: int) -> list[str]:
     return sorted(sorted(usable, key=lambda c: (-chars[c], c))[:limit])
 
 
-def train_wordpiece(texts: Iterable[str], vocab_size: int = 8192, do_lower_case: bool = True,
-                    min_frequency: int = 2, limit_alphabet: int = 1000) -> WordPieceTokenizer:
+def train_wordpiece(
+    texts: Iterable[str],
+    vocab_size: int = 8192,
+    do_lower_case: bool = True,
+    min_frequency: int = 2,
+    limit_alphabet: int = 1000,
+) -> WordPieceTokenizer:
     """Learns a WordPiece vocabulary of exactly `vocab_size` tokens from `texts`.
 
     Words with a character outside the `limit_alphabet` most frequent ones
@@ -77,14 +82,21 @@ def train_wordpiece(texts: Iterable[str], vocab_size: int = 8192, do_lower_case:
 
     model = tokenizers.Tokenizer(models.BPE())
     model.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    model.train_from_iterator(respelled(), trainers.BpeTrainer(
-        vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=list(SPECIAL_TOKENS),
-        initial_alphabet=alphabet, show_progress=False))
+    model.train_from_iterator(
+        respelled(),
+        trainers.BpeTrainer(
+            vocab_size=vocab_size,
+            min_frequency=min_frequency,
+            special_tokens=list(SPECIAL_TOKENS),
+            initial_alphabet=alphabet,
+            show_progress=False,
+        ),
+    )
     learned = set()
     for token in model.get_vocab():
         if token not in SPECIAL_TOKENS:
             text = "".join(spelled_back.get(c, c) for c in token)
             learned.add("##" + text if token[0] in spelled_back else text)
-    vocab = list(SPECIAL_TOKENS) + sorted(learned)[:vocab_size - len(SPECIAL_TOKENS)]
+    vocab = list(SPECIAL_TOKENS) + sorted(learned)[: vocab_size - len(SPECIAL_TOKENS)]
     vocab += [f"[unused{i}]" for i in range(vocab_size - len(vocab))]
     return WordPieceTokenizer(vocab, do_lower_case, source="trained vocabulary")

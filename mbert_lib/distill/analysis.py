@@ -23,33 +23,49 @@ def encode(pretrainer_or_encoder, batch) -> dict:
     """encoder_outputs [L, B, T, H] and attention_scores [L, B, N, T, T] (inference mode), numpy."""
     encoder = getattr(pretrainer_or_encoder, "encoder", pretrainer_or_encoder)
     out = encoder({k: batch[k] for k in INPUT_NAMES if k in batch}, training=False)
-    return {"encoder_outputs": np.stack([x.numpy() for x in out["encoder_outputs"]]),
-            "attention_scores": np.stack([a.numpy() for a in out["attention_scores"]])}
+    return {
+        "encoder_outputs": np.stack([x.numpy() for x in out["encoder_outputs"]]),
+        "attention_scores": np.stack([a.numpy() for a in out["attention_scores"]]),
+    }
 
 
-def transfer_losses(teacher_out: dict, student_out: dict, mask, layer_map,
-                    weights: FmtWeights = FmtWeights()) -> pd.DataFrame:
+def transfer_losses(
+    teacher_out: dict, student_out: dict, mask, layer_map, weights: FmtWeights = FmtWeights()
+) -> pd.DataFrame:
     """Per student layer l: FMT terms and AT against teacher layer layer_map[l] (losses module)."""
     rows = []
     for layer, t in enumerate(layer_map):
-        fmt = feature_map_transfer(tf.constant(teacher_out["encoder_outputs"][t]),
-                                   tf.constant(student_out["encoder_outputs"][layer]), mask,
-                                   weights)
-        at = attention_transfer(tf.constant(teacher_out["attention_scores"][t]),
-                                tf.constant(student_out["attention_scores"][layer]), mask)
-        rows.append({"layer": layer, "teacher_layer": t,
-                     **{k: float(v) for k, v in fmt.items()}, "at": float(at)})
+        fmt = feature_map_transfer(
+            tf.constant(teacher_out["encoder_outputs"][t]),
+            tf.constant(student_out["encoder_outputs"][layer]),
+            mask,
+            weights,
+        )
+        at = attention_transfer(
+            tf.constant(teacher_out["attention_scores"][t]),
+            tf.constant(student_out["attention_scores"][layer]),
+            mask,
+        )
+        rows.append(
+            {
+                "layer": layer,
+                "teacher_layer": t,
+                **{k: float(v) for k, v in fmt.items()},
+                "at": float(at),
+            }
+        )
     return pd.DataFrame(rows).set_index("layer")
 
 
 def feature_statistics(outputs: dict, mask) -> pd.DataFrame:
     """Per layer: the mean over real tokens of the per-token mean μ_t and std σ_t (over H)."""
-    mask = np.asarray(mask, bool)                                           # [B, T]
+    mask = np.asarray(mask, bool)  # [B, T]
     rows = []
-    for layer, h in enumerate(outputs["encoder_outputs"]):                  # [B, T, H]
-        real = h[mask]                                                      # [tokens, H]
-        rows.append({"layer": layer, "mean": float(real.mean(-1).mean()),
-                     "std": float(real.std(-1).mean())})
+    for layer, h in enumerate(outputs["encoder_outputs"]):  # [B, T, H]
+        real = h[mask]  # [tokens, H]
+        rows.append(
+            {"layer": layer, "mean": float(real.mean(-1).mean()), "std": float(real.std(-1).mean())}
+        )
     return pd.DataFrame(rows).set_index("layer")
 
 
@@ -59,10 +75,10 @@ def attention_sharpness(attention_scores, mask) -> pd.Series:
 
     attention_scores [L, B, N, T, T] (probabilities), mask [B, T].
     """
-    mask = np.asarray(mask, bool)                                           # [B, T]
-    rows = np.asarray(attention_scores).max(-1)                             # [L, B, N, T]
+    mask = np.asarray(mask, bool)  # [B, T]
+    rows = np.asarray(attention_scores).max(-1)  # [L, B, N, T]
     weights = np.broadcast_to(mask[None, :, None, :], rows.shape)
-    values = (rows * weights).sum((1, 2, 3)) / weights.sum((1, 2, 3))       # [L]
+    values = (rows * weights).sum((1, 2, 3)) / weights.sum((1, 2, 3))  # [L]
     return pd.Series(values, index=pd.RangeIndex(len(values), name="layer"))
 
 
@@ -76,18 +92,24 @@ def fmt_decomposition(teacher, student, mask) -> dict:
     averages, their sum and the largest per-token |MSE − sum|.
     """
     mask = np.asarray(mask, bool)
-    t = np.asarray(teacher, np.float64)[mask]                               # [tokens, H]
+    t = np.asarray(teacher, np.float64)[mask]  # [tokens, H]
     s = np.asarray(student, np.float64)[mask]
     mu_t, mu_s, sd_t, sd_s = t.mean(-1), s.mean(-1), t.std(-1), s.std(-1)
     ln_t = (t - mu_t[:, None]) / sd_t[:, None]
     ln_s = (s - mu_s[:, None]) / sd_s[:, None]
     mse = ((t - s) ** 2).mean(-1)
-    parts = {"mean_term": (mu_t - mu_s) ** 2, "std_term": (sd_t - sd_s) ** 2,
-             "shape_term": sd_t * sd_s * ((ln_t - ln_s) ** 2).mean(-1)}
+    parts = {
+        "mean_term": (mu_t - mu_s) ** 2,
+        "std_term": (sd_t - sd_s) ** 2,
+        "shape_term": sd_t * sd_s * ((ln_t - ln_s) ** 2).mean(-1),
+    }
     total = sum(parts.values())
-    return {"paper_mse": float(mse.mean()), **{k: float(v.mean()) for k, v in parts.items()},
-            "sum_of_terms": float(total.mean()),
-            "max_abs_error": float(np.abs(mse - total).max())}
+    return {
+        "paper_mse": float(mse.mean()),
+        **{k: float(v.mean()) for k, v in parts.items()},
+        "sum_of_terms": float(total.mean()),
+        "max_abs_error": float(np.abs(mse - total).max()),
+    }
 
 
 def stage_curves(model_dir: str | os.PathLike, split: str = "train") -> pd.DataFrame:
@@ -98,8 +120,7 @@ def stage_curves(model_dir: str | os.PathLike, split: str = "train") -> pd.DataF
     """
     root = os.path.join(os.fspath(model_dir), "tensorboard")
     if not os.path.isdir(root):
-        raise FileNotFoundError(f"{root}: no TensorBoard logs (is {model_dir} a distillation "
-                                "run?)")
+        raise FileNotFoundError(f"{root}: no TensorBoard logs (is {model_dir} a distillation run?)")
     frames, offset = [], 0
     for stage in sorted(d for d in os.listdir(root) if d[:2].isdigit()):
         directory = os.path.join(root, stage, split)
@@ -107,9 +128,17 @@ def stage_curves(model_dir: str | os.PathLike, split: str = "train") -> pd.DataF
             continue
         last = 0
         for metric, (steps, values) in read_scalars(directory).items():
-            frames.append(pd.DataFrame({"stage": stage, "step": steps,
-                                        "global_step": [offset + s for s in steps],
-                                        "metric": metric, "value": values}))
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "stage": stage,
+                        "step": steps,
+                        "global_step": [offset + s for s in steps],
+                        "metric": metric,
+                        "value": values,
+                    }
+                )
+            )
             last = max(last, max(steps))
         offset += last
     if not frames:
@@ -122,10 +151,18 @@ def attention_kl_per_head(teacher_probs, student_probs, mask) -> np.ndarray:
 
     teacher_probs / student_probs: [N, T, T]; mask [T].
     """
-    return np.array([float(attention_transfer(tf.constant(teacher_probs[None, h:h + 1]),
-                                              tf.constant(student_probs[None, h:h + 1]),
-                                              np.asarray(mask)[None]))
-                     for h in range(teacher_probs.shape[0])])
+    return np.array(
+        [
+            float(
+                attention_transfer(
+                    tf.constant(teacher_probs[None, h : h + 1]),
+                    tf.constant(student_probs[None, h : h + 1]),
+                    np.asarray(mask)[None],
+                )
+            )
+            for h in range(teacher_probs.shape[0])
+        ]
+    )
 
 
 def block_variable(model, layer: int, part: str) -> np.ndarray:
@@ -151,7 +188,8 @@ def weight_norms(models, parts, layers) -> pd.DataFrame:
         for layer in layers:
             for part in parts:
                 rows.setdefault((layer, part), {})[label] = float(
-                    np.linalg.norm(block_variable(model, layer, part)))
+                    np.linalg.norm(block_variable(model, layer, part))
+                )
     frame = pd.DataFrame(rows).T
     frame.index.names = ["layer", "part"]
     return frame
@@ -172,11 +210,13 @@ def learning_rate_budget(stages, num_layers: int) -> pd.DataFrame:
     budget = np.zeros((num_layers, 2))
     for stage in stages:
         lr = stage.learning_rate
-        schedule = WarmupPolynomialDecay(lr.peak, lr.decay_steps or stage.train_steps,
-                                         lr.warmup_steps, lr.end, lr.power)
+        schedule = WarmupPolynomialDecay(
+            lr.peak, lr.decay_steps or stage.train_steps, lr.warmup_steps, lr.end, lr.power
+        )
         total = float(tf.reduce_sum(schedule(tf.range(stage.train_steps))))
         column = 0 if stage.layer_wise else 1
         for block in range(num_layers):
             budget[block, column] += stage.rates.get(f"block_{block}", 0.0) * total
-    return pd.DataFrame(budget, columns=["layer-wise", "PD only"],
-                        index=pd.RangeIndex(num_layers, name="block"))
+    return pd.DataFrame(
+        budget, columns=["layer-wise", "PD only"], index=pd.RangeIndex(num_layers, name="block")
+    )

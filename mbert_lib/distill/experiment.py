@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Optional
 
 from mbert_lib.config_tree import check, check_positive
 from mbert_lib.experiment import (
@@ -69,13 +68,14 @@ class LayerWiseSection:
 
     steps: int = 10000
     learning_rate: LearningRateSection = dataclasses.field(
-        default_factory=lambda: LearningRateSection(peak=1.5e-3, end=1.5e-3))
+        default_factory=lambda: LearningRateSection(peak=1.5e-3, end=1.5e-3)
+    )
     use_fmt: bool = True
     use_attention: bool = True
     fmt_mse_weight: float = 100.0
     fmt_mean_weight: float = 5000.0
     fmt_var_weight: float = 5.0
-    fmt_paper_mse_weight: float = 0.0       # the paper's plain MSE of eq. 1, added
+    fmt_paper_mse_weight: float = 0.0  # the paper's plain MSE of eq. 1, added
     attention_weight: float = 1.0
     current_lr_multiplier: float = 1.0
     lower_lr_multiplier: float = 0.1
@@ -83,17 +83,31 @@ class LayerWiseSection:
 
     def __post_init__(self):
         check_positive(self, "steps", "current_lr_multiplier", prefix="distillation.layer_wise")
-        check(self.learning_rate.warmup_steps < self.steps,
-              "distillation.layer_wise.learning_rate.warmup_steps",
-              f"< distillation.layer_wise.steps ({self.steps}): each stage warms up anew",
-              self.learning_rate.warmup_steps)
-        for name in ("fmt_mse_weight", "fmt_mean_weight", "fmt_var_weight", "fmt_paper_mse_weight",
-                     "attention_weight"):
-            check(getattr(self, name) >= 0, f"distillation.layer_wise.{name}", ">= 0",
-                  getattr(self, name))
-        check(0.0 <= self.lower_lr_multiplier <= 1.0, "distillation.layer_wise.lower_lr_multiplier",
-              "in [0, 1], a fraction of the current layer's rate (0: lower layers frozen)",
-              self.lower_lr_multiplier)
+        check(
+            self.learning_rate.warmup_steps < self.steps,
+            "distillation.layer_wise.learning_rate.warmup_steps",
+            f"< distillation.layer_wise.steps ({self.steps}): each stage warms up anew",
+            self.learning_rate.warmup_steps,
+        )
+        for name in (
+            "fmt_mse_weight",
+            "fmt_mean_weight",
+            "fmt_var_weight",
+            "fmt_paper_mse_weight",
+            "attention_weight",
+        ):
+            check(
+                getattr(self, name) >= 0,
+                f"distillation.layer_wise.{name}",
+                ">= 0",
+                getattr(self, name),
+            )
+        check(
+            0.0 <= self.lower_lr_multiplier <= 1.0,
+            "distillation.layer_wise.lower_lr_multiplier",
+            "in [0, 1], a fraction of the current layer's rate (0: lower layers frozen)",
+            self.lower_lr_multiplier,
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,23 +116,27 @@ class PretrainDistillSection:
 
     steps: int = 500000
     learning_rate: LearningRateSection = dataclasses.field(
-        default_factory=lambda: LearningRateSection(peak=1.5e-3, end=1.5e-7,
-                                                    warmup_steps=10000))
+        default_factory=lambda: LearningRateSection(peak=1.5e-3, end=1.5e-7, warmup_steps=10000)
+    )
     distill_ground_truth_ratio: float = 0.5
     temperature: float = 1.0
     use_nsp: bool = True
 
     def __post_init__(self):
-        check(self.steps >= 0, "distillation.pretrain.steps", ">= 0 (0: no PD stage)",
-              self.steps)
-        check(0.0 <= self.distill_ground_truth_ratio <= 1.0,
-              "distillation.pretrain.distill_ground_truth_ratio", "in [0, 1]",
-              self.distill_ground_truth_ratio)
-        check(self.temperature > 0, "distillation.pretrain.temperature", "> 0",
-              self.temperature)
-        check(self.steps == 0 or self.learning_rate.warmup_steps <= self.steps,
-              "distillation.pretrain.learning_rate.warmup_steps",
-              f"<= distillation.pretrain.steps ({self.steps})", self.learning_rate.warmup_steps)
+        check(self.steps >= 0, "distillation.pretrain.steps", ">= 0 (0: no PD stage)", self.steps)
+        check(
+            0.0 <= self.distill_ground_truth_ratio <= 1.0,
+            "distillation.pretrain.distill_ground_truth_ratio",
+            "in [0, 1]",
+            self.distill_ground_truth_ratio,
+        )
+        check(self.temperature > 0, "distillation.pretrain.temperature", "> 0", self.temperature)
+        check(
+            self.steps == 0 or self.learning_rate.warmup_steps <= self.steps,
+            "distillation.pretrain.learning_rate.warmup_steps",
+            f"<= distillation.pretrain.steps ({self.steps})",
+            self.learning_rate.warmup_steps,
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -126,28 +144,37 @@ class DistillationSection:
     """Which strategy, which objectives, how long."""
 
     strategy: str = "progressive"
-    transfer_teacher_layers: Optional[tuple[int, ...]] = None
+    transfer_teacher_layers: tuple[int, ...] | None = None
     copy_embeddings: bool = True
-    student_dropout: bool = True            # False: the student runs without dropout
-    auxiliary_layer_mean: bool = False      # True: AKT's layer-wise sum divided by L
+    student_dropout: bool = True  # False: the student runs without dropout
+    auxiliary_layer_mean: bool = False  # True: AKT's layer-wise sum divided by L
     layer_wise: LayerWiseSection = dataclasses.field(default_factory=LayerWiseSection)
     pretrain: PretrainDistillSection = dataclasses.field(default_factory=PretrainDistillSection)
-    joint_steps: Optional[int] = None       # None: L_S × layer_wise.steps
-    auxiliary_steps: Optional[int] = None   # None: L_S × layer_wise.steps + pretrain.steps
+    joint_steps: int | None = None  # None: L_S × layer_wise.steps
+    auxiliary_steps: int | None = None  # None: L_S × layer_wise.steps + pretrain.steps
 
     def __post_init__(self):
-        check(self.strategy in STRATEGIES, "distillation.strategy", f"one of {list(STRATEGIES)}",
-              self.strategy)
+        check(
+            self.strategy in STRATEGIES,
+            "distillation.strategy",
+            f"one of {list(STRATEGIES)}",
+            self.strategy,
+        )
         check_positive(self, "joint_steps", "auxiliary_steps", prefix="distillation")
         if self.strategy != "none" and not self.layer_wise.use_fmt:
             raise ValueError(
                 "distillation.layer_wise.use_fmt must be true for a layer-wise strategy: "
                 "attention transfer alone leaves a block's FFNs and output bottleneck "
-                "without a gradient (use strategy: none for PD alone)")
-        if self.strategy in ("none", "auxiliary") and self.pretrain.steps == 0 \
-                and self.auxiliary_steps is None:
-            raise ValueError(f"distillation.pretrain.steps is 0: strategy {self.strategy!r} "
-                             "would train nothing")
+                "without a gradient (use strategy: none for PD alone)"
+            )
+        if (
+            self.strategy in ("none", "auxiliary")
+            and self.pretrain.steps == 0
+            and self.auxiliary_steps is None
+        ):
+            raise ValueError(
+                f"distillation.pretrain.steps is 0: strategy {self.strategy!r} would train nothing"
+            )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -156,19 +183,28 @@ class DistillTrainerSection:
 
     batch_size: int = 32
     eval_batch_size: int = 32
-    eval_steps: Optional[int] = None
+    eval_steps: int | None = None
     checkpoint_interval: int = 500
     max_checkpoints_to_keep: int = 2
     eval_interval: int = 1000
     log_interval: int = 10
     seed: int = 0
     jit_compile: bool = False
-    eval_each_stage: bool = True    # held-out metrics at the end of every stage (else: at the end)
+    eval_each_stage: bool = True  # held-out metrics at the end of every stage (else: at the end)
     optimizer: OptimizerSection = dataclasses.field(default_factory=OptimizerSection)
 
     def __post_init__(self):
-        check_positive(self, "batch_size", "eval_batch_size", "eval_steps", "checkpoint_interval",
-                  "max_checkpoints_to_keep", "eval_interval", "log_interval", prefix="trainer")
+        check_positive(
+            self,
+            "batch_size",
+            "eval_batch_size",
+            "eval_steps",
+            "checkpoint_interval",
+            "max_checkpoints_to_keep",
+            "eval_interval",
+            "log_interval",
+            prefix="trainer",
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -177,9 +213,11 @@ class DistillExperiment:
 
     description: str = ""
     teacher: ModelSection = dataclasses.field(
-        default_factory=lambda: ModelSection(preset="tiny_teacher"))
+        default_factory=lambda: ModelSection(preset="tiny_teacher")
+    )
     student: ModelSection = dataclasses.field(
-        default_factory=lambda: ModelSection(preset="tiny_student"))
+        default_factory=lambda: ModelSection(preset="tiny_student")
+    )
     data: DataSection = dataclasses.field(default_factory=DataSection)
     distillation: DistillationSection = dataclasses.field(default_factory=DistillationSection)
     trainer: DistillTrainerSection = dataclasses.field(default_factory=DistillTrainerSection)
@@ -187,24 +225,38 @@ class DistillExperiment:
 
     def __post_init__(self):
         teacher, student = self.teacher.build_config(), self.student.build_config()
-        for field, why in [("hidden_size", "feature-map transfer compares block outputs"),
-                           ("num_attention_heads", "attention transfer compares heads"),
-                           ("vocab_size", "PD compares MLM distributions"),
-                           ("embedding_size", "the embedding is copied from the teacher"),
-                           ("max_position_embeddings", "the embedding is copied"),
-                           ("type_vocab_size", "the embedding is copied"),
-                           ("trigram_input", "the embedding is copied")]:
+        for field, why in [
+            ("hidden_size", "feature-map transfer compares block outputs"),
+            ("num_attention_heads", "attention transfer compares heads"),
+            ("vocab_size", "PD compares MLM distributions"),
+            ("embedding_size", "the embedding is copied from the teacher"),
+            ("max_position_embeddings", "the embedding is copied"),
+            ("type_vocab_size", "the embedding is copied"),
+            ("trigram_input", "the embedding is copied"),
+        ]:
             t, s = getattr(teacher, field), getattr(student, field)
             if t != s:
-                raise ValueError(f"teacher and student differ in {field}: teacher {t!r}, "
-                                 f"student {s!r}; they must agree because {why}")
-        teacher_layer_map(self.distillation.transfer_teacher_layers,
-                          student.num_hidden_layers, teacher.num_hidden_layers)
-        check(self.data.vocab_size == student.vocab_size, "data.vocab_size",
-              f"the student's vocab_size ({student.vocab_size})", self.data.vocab_size)
-        check(self.data.seq_length <= student.max_position_embeddings, "data.seq_length",
-              f"<= max_position_embeddings ({student.max_position_embeddings})",
-              self.data.seq_length)
+                raise ValueError(
+                    f"teacher and student differ in {field}: teacher {t!r}, "
+                    f"student {s!r}; they must agree because {why}"
+                )
+        teacher_layer_map(
+            self.distillation.transfer_teacher_layers,
+            student.num_hidden_layers,
+            teacher.num_hidden_layers,
+        )
+        check(
+            self.data.vocab_size == student.vocab_size,
+            "data.vocab_size",
+            f"the student's vocab_size ({student.vocab_size})",
+            self.data.vocab_size,
+        )
+        check(
+            self.data.seq_length <= student.max_position_embeddings,
+            "data.seq_length",
+            f"<= max_position_embeddings ({student.max_position_embeddings})",
+            self.data.seq_length,
+        )
 
     @property
     def model(self) -> ModelSection:
@@ -212,8 +264,9 @@ class DistillExperiment:
         return self.student
 
 
-def teacher_layer_map(transfer_teacher_layers: Optional[tuple[int, ...]],
-                      student_layers: int, teacher_layers: int) -> tuple[int, ...]:
+def teacher_layer_map(
+    transfer_teacher_layers: tuple[int, ...] | None, student_layers: int, teacher_layers: int
+) -> tuple[int, ...]:
     """The teacher layer each student layer learns from: t_l for l = 0..L_S−1.
 
     None maps layer l to layer l and needs equal depths (tf-models' rule); a
@@ -223,25 +276,34 @@ def teacher_layer_map(transfer_teacher_layers: Optional[tuple[int, ...]],
     key = "distillation.transfer_teacher_layers"
     if transfer_teacher_layers is None:
         if student_layers != teacher_layers:
-            raise ValueError(f"{key} is not set and the student has {student_layers} layers "
-                             f"but the teacher {teacher_layers}; list the teacher layer for "
-                             f"each of the {student_layers} student layers")
+            raise ValueError(
+                f"{key} is not set and the student has {student_layers} layers "
+                f"but the teacher {teacher_layers}; list the teacher layer for "
+                f"each of the {student_layers} student layers"
+            )
         return tuple(range(student_layers))
     layers = tuple(transfer_teacher_layers)
     if len(layers) != student_layers:
-        raise ValueError(f"{key} has {len(layers)} entries {list(layers)} but the student has "
-                         f"{student_layers} layers: give one teacher layer per student layer")
+        raise ValueError(
+            f"{key} has {len(layers)} entries {list(layers)} but the student has "
+            f"{student_layers} layers: give one teacher layer per student layer"
+        )
     bad = [t for t in layers if not 0 <= t < teacher_layers]
     if bad:
-        raise ValueError(f"{key}: teacher layer(s) {bad} out of range; the teacher has "
-                         f"{teacher_layers} layers (0..{teacher_layers - 1})")
+        raise ValueError(
+            f"{key}: teacher layer(s) {bad} out of range; the teacher has "
+            f"{teacher_layers} layers (0..{teacher_layers - 1})"
+        )
     if any(b <= a for a, b in zip(layers, layers[1:])):
-        raise ValueError(f"{key} must be increasing (deeper student layers learn deeper "
-                         f"teacher layers), got {list(layers)}")
+        raise ValueError(
+            f"{key} must be increasing (deeper student layers learn deeper "
+            f"teacher layers), got {list(layers)}"
+        )
     return layers
 
 
-def load_distill_experiment(path: str | os.PathLike,
-                            params_override: Optional[str] = None) -> DistillExperiment:
+def load_distill_experiment(
+    path: str | os.PathLike, params_override: str | None = None
+) -> DistillExperiment:
     """Reads a distillation yaml, applies overrides, validates; errors name the file."""
     return load_experiment(path, params_override, cls=DistillExperiment)

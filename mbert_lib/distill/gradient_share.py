@@ -45,34 +45,48 @@ def term_gradients(objective: DistillationObjective, batch, variables) -> dict:
         terms = objective._layer_terms(teacher, student, batch["input_mask"], tokens)
         fmt = tf.add_n([terms[f"layer_{k}/fmt"] for k in stage.transfer_layers])
         at = objective.attention_weight * tf.add_n(
-            [terms[f"layer_{k}/at"] for k in stage.transfer_layers])
-    out = {name: [tf.zeros_like(v) if g is None else tf.convert_to_tensor(g)
-                  for v, g in zip(variables, tape.gradient(loss, variables))]
-           for name, loss in (("fmt", fmt), ("at", at))}
+            [terms[f"layer_{k}/at"] for k in stage.transfer_layers]
+        )
+    out = {
+        name: [
+            tf.zeros_like(v) if g is None else tf.convert_to_tensor(g)
+            for v, g in zip(variables, tape.gradient(loss, variables))
+        ]
+        for name, loss in (("fmt", fmt), ("at", at))
+    }
     del tape
     return out
 
 
-def gradient_shares(objective: DistillationObjective, batch, clipnorm: float = 1.0
-                    ) -> pd.DataFrame:
+def gradient_shares(objective: DistillationObjective, batch, clipnorm: float = 1.0) -> pd.DataFrame:
     """Per score variable of the stage's layer: ‖g_FMT‖, ‖g_AT‖ before and after global
     clipping (over every variable the stage trains) and AT's share (module docstring)."""
-    trained = [v for vs in stage_variables(objective.student, objective.stage).values()
-               for v in vs]
+    trained = [v for vs in stage_variables(objective.student, objective.stage).values() for v in vs]
     grads = term_gradients(objective, batch, trained)
-    total = np.sqrt(sum(float(tf.reduce_sum(tf.square(a + b)))
-                        for a, b in zip(grads["fmt"], grads["at"])))
+    total = np.sqrt(
+        sum(float(tf.reduce_sum(tf.square(a + b))) for a, b in zip(grads["fmt"], grads["at"]))
+    )
     scale = min(1.0, clipnorm / total) if total > 0 else 1.0
-    wanted = {v.ref() for k in objective.stage.transfer_layers
-              for v in score_variables(objective.student, k)}
+    wanted = {
+        v.ref()
+        for k in objective.stage.transfer_layers
+        for v in score_variables(objective.student, k)
+    }
     rows = []
     for v, g_fmt, g_at in zip(trained, grads["fmt"], grads["at"]):
         if v.ref() not in wanted:
             continue
         n_fmt, n_at = float(tf.norm(g_fmt)), float(tf.norm(g_at))
-        rows.append({"variable": v.name, "|g_FMT|": n_fmt, "|g_AT|": n_at,
-                     "|g_FMT| clipped": scale * n_fmt, "|g_AT| clipped": scale * n_at,
-                     "AT share": n_at / (n_fmt + n_at) if n_fmt + n_at > 0 else float("nan")})
+        rows.append(
+            {
+                "variable": v.name,
+                "|g_FMT|": n_fmt,
+                "|g_AT|": n_at,
+                "|g_FMT| clipped": scale * n_fmt,
+                "|g_AT| clipped": scale * n_at,
+                "AT share": n_at / (n_fmt + n_at) if n_fmt + n_at > 0 else float("nan"),
+            }
+        )
     frame = pd.DataFrame(rows).set_index("variable")
     frame.attrs.update({"global_norm": total, "clip_scale": scale})
     return frame

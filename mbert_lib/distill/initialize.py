@@ -56,14 +56,19 @@ def copy_from_teacher(teacher, student, include_mlm_head: bool = True) -> list[s
     if include_mlm_head:
         t_roles.update(_mlm_roles(teacher))
         s_roles.update(_mlm_roles(student))
-    problems = [f"{r}: only in the {'teacher' if r in t_roles else 'student'}"
-                for r in sorted(set(t_roles) ^ set(s_roles))]
-    problems += [f"{r}: teacher {t_roles[r].shape} vs student {s_roles[r].shape}"
-                 for r in sorted(set(t_roles) & set(s_roles))
-                 if t_roles[r].shape != s_roles[r].shape]
+    problems = [
+        f"{r}: only in the {'teacher' if r in t_roles else 'student'}"
+        for r in sorted(set(t_roles) ^ set(s_roles))
+    ]
+    problems += [
+        f"{r}: teacher {t_roles[r].shape} vs student {s_roles[r].shape}"
+        for r in sorted(set(t_roles) & set(s_roles))
+        if t_roles[r].shape != s_roles[r].shape
+    ]
     if problems:
-        raise ValueError("cannot copy the teacher's embedding into the student:\n  "
-                         + "\n  ".join(problems))
+        raise ValueError(
+            "cannot copy the teacher's embedding into the student:\n  " + "\n  ".join(problems)
+        )
     for role, variable in s_roles.items():
         variable.assign(t_roles[role])
     return sorted(s_roles)

@@ -86,8 +86,14 @@ def _standardize(x, epsilon):
     return (x - mean) * tf.math.rsqrt(var + epsilon)
 
 
-def feature_map_transfer(teacher, student, mask=None, weights: FmtWeights = FmtWeights(),
-                         epsilon: float = 1e-6, token_count=None) -> dict[str, tf.Tensor]:
+def feature_map_transfer(
+    teacher,
+    student,
+    mask=None,
+    weights: FmtWeights = FmtWeights(),
+    epsilon: float = 1e-6,
+    token_count=None,
+) -> dict[str, tf.Tensor]:
     """FMT between one teacher and one student layer output, both [B, T, H].
 
     Returns {"fmt": weighted total, "fmt_mse", "fmt_mean", "fmt_var" (unweighted
@@ -97,22 +103,29 @@ def feature_map_transfer(teacher, student, mask=None, weights: FmtWeights = FmtW
     teacher = tf.cast(tf.stop_gradient(teacher), tf.float32)
     student = tf.cast(student, tf.float32)
     if teacher.shape[-1] != student.shape[-1]:
-        raise ValueError(f"feature widths differ: teacher {teacher.shape[-1]}, student "
-                         f"{student.shape[-1]}; FMT needs equal inter-block sizes H")
+        raise ValueError(
+            f"feature widths differ: teacher {teacher.shape[-1]}, student "
+            f"{student.shape[-1]}; FMT needs equal inter-block sizes H"
+        )
     w = _token_weights(mask, student)
-    mu_t, var_t = tf.nn.moments(teacher, axes=[-1])                          # [B, T]
-    mu_s, var_s = tf.nn.moments(student, axes=[-1])                          # [B, T]
+    mu_t, var_t = tf.nn.moments(teacher, axes=[-1])  # [B, T]
+    mu_s, var_s = tf.nn.moments(student, axes=[-1])  # [B, T]
     mse_norm = tf.reduce_mean(
-        tf.square(_standardize(teacher, epsilon) - _standardize(student, epsilon)), -1)
+        tf.square(_standardize(teacher, epsilon) - _standardize(student, epsilon)), -1
+    )
     n = token_count
     terms = {
-        "fmt_mse": _masked_mean(mse_norm, w, n),                             # shape term
-        "fmt_mean": _masked_mean(tf.square(mu_s - mu_t), w, n),              # level term
-        "fmt_var": _masked_mean(tf.abs(var_s - var_t), w, n),                # spread term
+        "fmt_mse": _masked_mean(mse_norm, w, n),  # shape term
+        "fmt_mean": _masked_mean(tf.square(mu_s - mu_t), w, n),  # level term
+        "fmt_var": _masked_mean(tf.abs(var_s - var_t), w, n),  # spread term
         "fmt_paper_mse": _masked_mean(tf.reduce_mean(tf.square(teacher - student), -1), w, n),
     }
-    terms["fmt"] = (weights.mse * terms["fmt_mse"] + weights.mean * terms["fmt_mean"]
-                    + weights.var * terms["fmt_var"] + weights.paper * terms["fmt_paper_mse"])
+    terms["fmt"] = (
+        weights.mse * terms["fmt_mse"]
+        + weights.mean * terms["fmt_mean"]
+        + weights.var * terms["fmt_var"]
+        + weights.paper * terms["fmt_paper_mse"]
+    )
     return terms
 
 
@@ -124,13 +137,16 @@ def attention_transfer(teacher_probs, student_probs, mask=None, token_count=None
     a_t = tf.cast(tf.stop_gradient(teacher_probs), tf.float32)
     a_s = tf.cast(student_probs, tf.float32)
     if a_t.shape[1] != a_s.shape[1]:
-        raise ValueError(f"attention heads differ: teacher {a_t.shape[1]}, student "
-                         f"{a_s.shape[1]}; AT needs the same number of heads N")
+        raise ValueError(
+            f"attention heads differ: teacher {a_t.shape[1]}, student "
+            f"{a_s.shape[1]}; AT needs the same number of heads N"
+        )
     # xlogy(0, 0) = 0: masked keys have probability 0 in both distributions.
     # KL = Σ_s A^T log A^T − Σ_s A^T log A^S, each sum taken over keys first.
-    kl = (tf.reduce_sum(tf.math.xlogy(a_t, a_t), -1)
-          - tf.reduce_sum(tf.math.xlogy(a_t, a_s), -1))                          # [B, N, T]
-    w = _token_weights(mask, a_t[:, 0])[:, tf.newaxis, :]                       # [B, 1, T]
+    kl = tf.reduce_sum(tf.math.xlogy(a_t, a_t), -1) - tf.reduce_sum(
+        tf.math.xlogy(a_t, a_s), -1
+    )  # [B, N, T]
+    w = _token_weights(mask, a_t[:, 0])[:, tf.newaxis, :]  # [B, 1, T]
     count = None if token_count is None else tf.cast(token_count, tf.float32) * a_t.shape[1]
     return _masked_mean(kl, w, count)
 
@@ -143,8 +159,9 @@ def _cross_entropy(log_probs, target_probs_or_ids) -> tf.Tensor:
     return -tf.reduce_sum(tf.cast(targets, tf.float32) * log_probs, -1)
 
 
-def masked_lm_cross_entropy(logits, target_probs_or_ids, weights,
-                            prediction_count=None) -> tf.Tensor:
+def masked_lm_cross_entropy(
+    logits, target_probs_or_ids, weights, prediction_count=None
+) -> tf.Tensor:
     """Weighted mean cross-entropy over masked positions.
 
     logits [B, P, V]; targets: ids [B, P] or a distribution [B, P, V];
@@ -152,15 +169,25 @@ def masked_lm_cross_entropy(logits, target_probs_or_ids, weights,
     by `prediction_count` when given (the global Σ weights), else by Σ weights.
     """
     log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32), axis=-1)
-    return _masked_mean(_cross_entropy(log_probs, target_probs_or_ids),
-                        tf.cast(weights, tf.float32), prediction_count)
+    return _masked_mean(
+        _cross_entropy(log_probs, target_probs_or_ids),
+        tf.cast(weights, tf.float32),
+        prediction_count,
+    )
 
 
-def pretraining_distillation(student_mlm_logits, teacher_mlm_logits, masked_lm_ids,
-                             masked_lm_weights, student_nsp_logits=None,
-                             next_sentence_labels=None, alpha: float = 0.5,
-                             temperature: float = 1.0, prediction_count=None,
-                             example_count=None) -> dict[str, tf.Tensor]:
+def pretraining_distillation(
+    student_mlm_logits,
+    teacher_mlm_logits,
+    masked_lm_ids,
+    masked_lm_weights,
+    student_nsp_logits=None,
+    next_sentence_labels=None,
+    alpha: float = 0.5,
+    temperature: float = 1.0,
+    prediction_count=None,
+    example_count=None,
+) -> dict[str, tf.Tensor]:
     """PD loss: α·MLM + (1−α)·KD (+ NSP when labels are given).
 
     MLM logits [B, P, V], ids/weights [B, P], NSP logits [B, 2], labels [B].
@@ -172,26 +199,28 @@ def pretraining_distillation(student_mlm_logits, teacher_mlm_logits, masked_lm_i
     if temperature <= 0:
         raise ValueError(f"temperature must be > 0, got {temperature}")
     student_logits = tf.cast(student_mlm_logits, tf.float32)
-    log_q = tf.nn.log_softmax(student_logits, -1)                          # [B, P, V]
+    log_q = tf.nn.log_softmax(student_logits, -1)  # [B, P, V]
     weights = tf.cast(masked_lm_weights, tf.float32)
     mlm = _masked_mean(_cross_entropy(log_q, masked_lm_ids), weights, prediction_count)
     out = {"mlm": mlm, "loss": alpha * mlm}
     if teacher_mlm_logits is not None:
         teacher_logits = tf.cast(tf.stop_gradient(teacher_mlm_logits), tf.float32)
-        if temperature != 1.0:     # at τ = 1 MLM and KD share log q (one softmax less)
+        if temperature != 1.0:  # at τ = 1 MLM and KD share log q (one softmax less)
             teacher_logits = teacher_logits / temperature
             log_q = tf.nn.log_softmax(student_logits / temperature, -1)
-        teacher_probs = tf.nn.softmax(teacher_logits, -1)                  # [B, P, V]
-        out["kd"] = _masked_mean(_cross_entropy(log_q, teacher_probs), weights,
-                                 prediction_count) * temperature ** 2
+        teacher_probs = tf.nn.softmax(teacher_logits, -1)  # [B, P, V]
+        out["kd"] = (
+            _masked_mean(_cross_entropy(log_q, teacher_probs), weights, prediction_count)
+            * temperature**2
+        )
         out["loss"] += (1.0 - alpha) * out["kd"]
     elif alpha < 1.0:
         raise ValueError(f"alpha = {alpha} < 1 needs the teacher's MLM logits")
     if next_sentence_labels is not None:
         nsp = tf.nn.sparse_softmax_cross_entropy_with_logits(
-            tf.cast(next_sentence_labels, tf.int32), tf.cast(student_nsp_logits, tf.float32))
-        count = tf.cast(tf.shape(nsp)[0] if example_count is None else example_count,
-                        tf.float32)
+            tf.cast(next_sentence_labels, tf.int32), tf.cast(student_nsp_logits, tf.float32)
+        )
+        count = tf.cast(tf.shape(nsp)[0] if example_count is None else example_count, tf.float32)
         out["nsp"] = tf.reduce_sum(nsp) / count
         out["loss"] += out["nsp"]
     return out

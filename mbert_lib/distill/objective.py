@@ -46,15 +46,29 @@ class DistillationObjective:
     student_dropout / layer_mean as in the module docstring.
     """
 
-    def __init__(self, teacher, student, stage: Stage, layer_map, layer_wise, pretrain,
-                 student_dropout: bool = True, layer_mean: bool = False):
+    def __init__(
+        self,
+        teacher,
+        student,
+        stage: Stage,
+        layer_map,
+        layer_wise,
+        pretrain,
+        student_dropout: bool = True,
+        layer_mean: bool = False,
+    ):
         self.teacher, self.student, self.stage = teacher, student, stage
         self.student_dropout = student_dropout
-        self.layer_scale = 1.0 / len(stage.transfer_layers) if layer_mean and stage.layer_wise \
-            else 1.0
+        self.layer_scale = (
+            1.0 / len(stage.transfer_layers) if layer_mean and stage.layer_wise else 1.0
+        )
         self.layer_map = tuple(layer_map)
-        self.fmt_weights = FmtWeights(layer_wise.fmt_mse_weight, layer_wise.fmt_mean_weight,
-                                      layer_wise.fmt_var_weight, layer_wise.fmt_paper_mse_weight)
+        self.fmt_weights = FmtWeights(
+            layer_wise.fmt_mse_weight,
+            layer_wise.fmt_mean_weight,
+            layer_wise.fmt_var_weight,
+            layer_wise.fmt_paper_mse_weight,
+        )
         self.attention_weight = layer_wise.attention_weight
         self.pretrain = pretrain
         self._student_metrics = PretrainingObjective(student)
@@ -75,21 +89,33 @@ class DistillationObjective:
         stage = self.stage
         training = training and self.student_dropout
         if stage.use_pd:
-            student = self.student(inputs, training=training,
-                                   heads_only=self._heads_only(self.student, stage.transfer_layers))
+            student = self.student(
+                inputs,
+                training=training,
+                heads_only=self._heads_only(self.student, stage.transfer_layers),
+            )
             teacher = None
             if self._needs_teacher_logits():
-                teacher = self.teacher(inputs, training=False, heads_only=self._heads_only(
-                    self.teacher, [self.layer_map[i] for i in stage.transfer_layers]))
+                teacher = self.teacher(
+                    inputs,
+                    training=False,
+                    heads_only=self._heads_only(
+                        self.teacher, [self.layer_map[i] for i in stage.transfer_layers]
+                    ),
+                )
             elif stage.layer_wise:
                 teacher = self.teacher.encoder(
-                    inputs, training=False,
-                    num_layers=max(self.layer_map[i] for i in stage.transfer_layers) + 1)
+                    inputs,
+                    training=False,
+                    num_layers=max(self.layer_map[i] for i in stage.transfer_layers) + 1,
+                )
             return teacher, student
         deepest = max(stage.transfer_layers)
         teacher = self.teacher.encoder(
-            inputs, training=False,
-            num_layers=max(self.layer_map[i] for i in stage.transfer_layers) + 1)
+            inputs,
+            training=False,
+            num_layers=max(self.layer_map[i] for i in stage.transfer_layers) + 1,
+        )
         student = self.student.encoder(inputs, training=training, num_layers=deepest + 1)
         return teacher, student
 
@@ -98,52 +124,65 @@ class DistillationObjective:
         out = {}
         for layer in self.stage.transfer_layers:
             t = self.layer_map[layer]
-            fmt = feature_map_transfer(teacher["encoder_outputs"][t],
-                                       student["encoder_outputs"][layer], mask,
-                                       self.fmt_weights, token_count=token_count)
+            fmt = feature_map_transfer(
+                teacher["encoder_outputs"][t],
+                student["encoder_outputs"][layer],
+                mask,
+                self.fmt_weights,
+                token_count=token_count,
+            )
             for name in FMT_TERMS:
                 out[f"layer_{layer}/{name}"] = fmt[name]
             out[f"layer_{layer}/at"] = attention_transfer(
-                teacher["attention_scores"][t], student["attention_scores"][layer], mask,
-                token_count=token_count)
+                teacher["attention_scores"][t],
+                student["attention_scores"][layer],
+                mask,
+                token_count=token_count,
+            )
         return out
 
     # ------------------------------------------------------------ the protocol
     def denominators(self, batch):
-        return {"tokens": tf.reduce_sum(tf.cast(batch["input_mask"], tf.float32)),
-                "mlm_weight": tf.reduce_sum(tf.cast(batch["masked_lm_weights"], tf.float32)),
-                "examples": tf.cast(tf.shape(batch["input_mask"])[0], tf.float32)}
+        return {
+            "tokens": tf.reduce_sum(tf.cast(batch["input_mask"], tf.float32)),
+            "mlm_weight": tf.reduce_sum(tf.cast(batch["masked_lm_weights"], tf.float32)),
+            "examples": tf.cast(tf.shape(batch["input_mask"])[0], tf.float32),
+        }
 
     def loss(self, batch, denominators, training=True):
         teacher, student = self._forward(batch, training)
         stage, metrics = self.stage, {}
         loss = tf.constant(0.0)
         if stage.layer_wise:
-            terms = self._layer_terms(teacher, student, batch["input_mask"],
-                                      denominators["tokens"])
+            terms = self._layer_terms(teacher, student, batch["input_mask"], denominators["tokens"])
             for layer in stage.transfer_layers:
                 if stage.use_fmt:
-                    loss += self.layer_scale * terms[f"layer_{layer}/fmt"]       # FMT_l, eq. 1
+                    loss += self.layer_scale * terms[f"layer_{layer}/fmt"]  # FMT_l, eq. 1
                 if stage.use_attention:
-                    loss += (self.layer_scale * self.attention_weight            # AT_l, eq. 2
-                             * terms[f"layer_{layer}/at"])
+                    loss += (
+                        self.layer_scale
+                        * self.attention_weight  # AT_l, eq. 2
+                        * terms[f"layer_{layer}/at"]
+                    )
             for name in FMT_TERMS + ("at",):
-                metrics[name] = tf.add_n([terms[f"layer_{layer}/{name}"]
-                                          for layer in stage.transfer_layers])
+                metrics[name] = tf.add_n(
+                    [terms[f"layer_{layer}/{name}"] for layer in stage.transfer_layers]
+                )
             if len(stage.transfer_layers) > 1:
-                metrics.update({k: v for k, v in terms.items()
-                                if k.endswith(("/fmt", "/at"))})
+                metrics.update({k: v for k, v in terms.items() if k.endswith(("/fmt", "/at"))})
         if stage.use_pd:
-            pd = pretraining_distillation(                                       # PD, eq. 3
+            pd = pretraining_distillation(  # PD, eq. 3
                 student["mlm_logits"],
                 teacher["mlm_logits"] if self._needs_teacher_logits() else None,
-                batch["masked_lm_ids"], batch["masked_lm_weights"],
+                batch["masked_lm_ids"],
+                batch["masked_lm_weights"],
                 student["nsp_logits"] if self.pretrain.use_nsp else None,
                 batch["next_sentence_labels"] if self.pretrain.use_nsp else None,
                 alpha=self.pretrain.distill_ground_truth_ratio,
                 temperature=self.pretrain.temperature,
                 prediction_count=denominators["mlm_weight"],
-                example_count=denominators["examples"])
+                example_count=denominators["examples"],
+            )
             loss += pd["loss"]
             metrics.update({f"{k}_loss": v for k, v in pd.items() if k != "loss"})
         return loss, metrics
@@ -165,8 +204,9 @@ class DistillationObjective:
         if "tokens" in sums:
             if sums["tokens"] <= 0:
                 raise ValueError("the held-out set has no real tokens")
-            metrics.update({k: v / sums["tokens"] for k, v in sums.items()
-                            if k.startswith("layer_")})
+            metrics.update(
+                {k: v / sums["tokens"] for k, v in sums.items() if k.startswith("layer_")}
+            )
         if "mlm_weight" in sums:
             metrics.update(PretrainingObjective.eval_metrics(sums))
         return metrics

@@ -32,7 +32,6 @@ number of student updates.
 from __future__ import annotations
 
 import dataclasses
-from typing import Optional
 
 from mbert_lib.experiment import LearningRateSection
 
@@ -68,15 +67,21 @@ class Stage:
         return bool(self.transfer_layers)
 
     @property
-    def run_layers(self) -> Optional[int]:
+    def run_layers(self) -> int | None:
         """Student blocks the stage runs: up to its deepest transferred layer; None = all."""
         return None if self.use_pd else max(self.transfer_layers) + 1
 
     def describe(self) -> str:
-        terms = [t for t, on in [("FMT", self.use_fmt and self.layer_wise),
-                                 ("AT", self.use_attention and self.layer_wise),
-                                 ("PD", self.use_pd)] if on]
-        layers = (f" of layer(s) {list(self.transfer_layers)}" if self.layer_wise else "")
+        terms = [
+            t
+            for t, on in [
+                ("FMT", self.use_fmt and self.layer_wise),
+                ("AT", self.use_attention and self.layer_wise),
+                ("PD", self.use_pd),
+            ]
+            if on
+        ]
+        layers = f" of layer(s) {list(self.transfer_layers)}" if self.layer_wise else ""
         return f"{self.name}: {' + '.join(terms)}{layers}, {self.train_steps} steps"
 
 
@@ -85,8 +90,7 @@ def _embedding(lw, rate: float) -> dict:
 
 
 def _pd_rates(num_layers: int, pretrain) -> dict:
-    rates = {"embedding": FULL, "mlm_head": FULL,
-             **{f"block_{i}": FULL for i in range(num_layers)}}
+    rates = {"embedding": FULL, "mlm_head": FULL, **{f"block_{i}": FULL for i in range(num_layers)}}
     if pretrain.use_nsp:
         rates.update({"pooler": FULL, "nsp_head": FULL})
     return rates
@@ -102,27 +106,52 @@ def plan_stages(distillation, num_layers: int) -> list[Stage]:
     stages: list[Stage] = []
 
     def add(name, steps, layers, use_pd, learning_rate, rates, **kw):
-        stages.append(Stage(len(stages), name, steps, layers, use_pd=use_pd,
-                            learning_rate=learning_rate, rates=rates,
-                            **{**terms, **kw}))
+        stages.append(
+            Stage(
+                len(stages),
+                name,
+                steps,
+                layers,
+                use_pd=use_pd,
+                learning_rate=learning_rate,
+                rates=rates,
+                **{**terms, **kw},
+            )
+        )
 
     if distillation.strategy == "progressive":
         for layer in all_layers:
-            rates = {**_embedding(lw, lower),
-                     **{f"block_{i}": lower for i in range(layer) if lower > 0},
-                     f"block_{layer}": current}
+            rates = {
+                **_embedding(lw, lower),
+                **{f"block_{i}": lower for i in range(layer) if lower > 0},
+                f"block_{layer}": current,
+            }
             add(f"layer_{layer}", lw.steps, (layer,), False, lw.learning_rate, rates)
     elif distillation.strategy == "joint":
         rates = {**_embedding(lw, lower), **{f"block_{i}": current for i in all_layers}}
-        add("joint", distillation.joint_steps or num_layers * lw.steps, all_layers, False,
-            lw.learning_rate, rates)
+        add(
+            "joint",
+            distillation.joint_steps or num_layers * lw.steps,
+            all_layers,
+            False,
+            lw.learning_rate,
+            rates,
+        )
     elif distillation.strategy == "auxiliary":
         steps = distillation.auxiliary_steps or num_layers * lw.steps + pd.steps
         add("auxiliary", steps, all_layers, True, pd.learning_rate, _pd_rates(num_layers, pd))
         return stages
     if pd.steps > 0:
-        add("pd", pd.steps, (), True, pd.learning_rate, _pd_rates(num_layers, pd),
-            use_fmt=False, use_attention=False)
+        add(
+            "pd",
+            pd.steps,
+            (),
+            True,
+            pd.learning_rate,
+            _pd_rates(num_layers, pd),
+            use_fmt=False,
+            use_attention=False,
+        )
     return stages
 
 
@@ -147,8 +176,10 @@ def stage_variables(pretrainer, stage: Stage) -> dict[float, list]:
     groups = variable_groups(pretrainer)
     unknown = sorted(set(stage.rates) - set(groups))
     if unknown:
-        raise ValueError(f"stage {stage.name}: no variable group(s) {unknown} in the student; "
-                         f"it has {sorted(groups)}")
+        raise ValueError(
+            f"stage {stage.name}: no variable group(s) {unknown} in the student; "
+            f"it has {sorted(groups)}"
+        )
     by_rate: dict[float, list] = {}
     for group, rate in stage.rates.items():
         by_rate.setdefault(rate, []).extend(groups[group])

@@ -28,7 +28,7 @@ import os
 import shutil
 import tempfile
 import time
-from typing import Callable, Optional
+from collections.abc import Callable
 
 import tensorflow as tf
 import tf_keras
@@ -41,6 +41,7 @@ from mbert_lib.distill.objective import DistillationObjective
 from mbert_lib.distill.plan import Stage, plan_stages, stage_variables, total_steps
 from mbert_lib.models import build_pretrainer
 from mbert_lib.optim import GroupedOptimizer, create_optimizer
+from mbert_lib.run_lock import run_lock
 from mbert_lib.train.checkpointing import (
     RunCheckpoint,
     is_chief,
@@ -56,7 +57,6 @@ from mbert_lib.train.pretrain_data import (
 )
 from mbert_lib.train.progress import Scalars
 from mbert_lib.train.run_record import EXPERIMENT_FILE, check_same_run, record_experiment
-from mbert_lib.run_lock import run_lock
 from mbert_lib.train.strategy import precision_policy
 
 STAGE_DONE_FILE = "stage_done.json"
@@ -76,7 +76,7 @@ def init_dir(model_dir: str | os.PathLike) -> str:
     return os.path.join(os.fspath(model_dir), "stages", "init")
 
 
-def read_stage_done(directory: str) -> Optional[dict]:
+def read_stage_done(directory: str) -> dict | None:
     """The record of a finished stage in `directory`, or None if it has not finished."""
     path = os.path.join(directory, STAGE_DONE_FILE)
     if not os.path.exists(path):
@@ -85,18 +85,22 @@ def read_stage_done(directory: str) -> Optional[dict]:
         try:
             return json.load(f)
         except json.JSONDecodeError as e:
-            raise ValueError(f"{path}: not valid JSON ({e}); delete it to run the stage "
-                             "again") from None
+            raise ValueError(
+                f"{path}: not valid JSON ({e}); delete it to run the stage again"
+            ) from None
 
 
-def stage_checkpoint(model_dir: str | os.PathLike, stage: Optional[Stage]) -> Optional[str]:
+def stage_checkpoint(model_dir: str | os.PathLike, stage: Stage | None) -> str | None:
     """The newest checkpoint of `stage` (None: the initial student), or None."""
-    directory = init_dir(model_dir) if stage is None else os.path.join(
-        stage_dir(model_dir, stage), "checkpoints")
+    directory = (
+        init_dir(model_dir)
+        if stage is None
+        else os.path.join(stage_dir(model_dir, stage), "checkpoints")
+    )
     return tf.train.latest_checkpoint(directory)
 
 
-def load_stage_student(model_dir: str | os.PathLike, stage: Optional[Stage], config):
+def load_stage_student(model_dir: str | os.PathLike, stage: Stage | None, config):
     """The student Pretrainer as it was at the end of `stage` (None: before the first)."""
     path = stage_checkpoint(model_dir, stage)
     if path is None:
@@ -109,8 +113,12 @@ def load_stage_student(model_dir: str | os.PathLike, stage: Optional[Stage], con
 
 # ------------------------------------------------------------------- pieces
 # Settings a started run keeps: the two models, the strategy and which teacher layers teach.
-_FIXED_SETTINGS = ("teacher.", "student.", "distillation.strategy",
-                   "distillation.transfer_teacher_layers")
+_FIXED_SETTINGS = (
+    "teacher.",
+    "student.",
+    "distillation.strategy",
+    "distillation.transfer_teacher_layers",
+)
 
 
 def _check_tokenizer(teacher_dir: str, data: PretrainingData) -> None:
@@ -121,9 +129,11 @@ def _check_tokenizer(teacher_dir: str, data: PretrainingData) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         data.save_tokenizer(tmp)
         if not filecmp.cmp(teacher_vocab, os.path.join(tmp, "vocab.txt"), shallow=False):
-            raise ValueError(f"the training data's vocabulary differs from the teacher's "
-                             f"{teacher_vocab}: distil on data tokenized with the teacher's "
-                             "vocabulary (data.vocab_file, or the same data.cache_dir)")
+            raise ValueError(
+                f"the training data's vocabulary differs from the teacher's "
+                f"{teacher_vocab}: distil on data tokenized with the teacher's "
+                "vocabulary (data.vocab_file, or the same data.cache_dir)"
+            )
 
 
 def _save_tokenizer(teacher_dir: str, data: PretrainingData, directory: str) -> None:
@@ -138,35 +148,53 @@ def _save_tokenizer(teacher_dir: str, data: PretrainingData, directory: str) -> 
 
 
 def _scaled(learning_rate, multiplier: float):
-    return dataclasses.replace(learning_rate, peak=learning_rate.peak * multiplier,
-                               end=learning_rate.end * multiplier)
+    return dataclasses.replace(
+        learning_rate, peak=learning_rate.peak * multiplier, end=learning_rate.end * multiplier
+    )
 
 
 def build_stage_optimizer(optimizer_section, stage: Stage, groups: dict) -> GroupedOptimizer:
     """One optimizer per learning-rate multiplier of the stage, clipping together; built."""
     unclipped = dataclasses.replace(optimizer_section, global_clipnorm=None)
     optimizer = GroupedOptimizer(
-        [create_optimizer(unclipped, _scaled(stage.learning_rate, rate), stage.train_steps)
-         for rate in groups], global_clipnorm=optimizer_section.global_clipnorm)
+        [
+            create_optimizer(unclipped, _scaled(stage.learning_rate, rate), stage.train_steps)
+            for rate in groups
+        ],
+        global_clipnorm=optimizer_section.global_clipnorm,
+    )
     optimizer.build(list(groups.values()))
     return optimizer
 
 
 def _restore_student(path: str, student, iterator) -> None:
-    read_checkpoint(tf.train.Checkpoint(model=student, train_iterator=iterator), path,
-                    partial=True)
+    read_checkpoint(tf.train.Checkpoint(model=student, train_iterator=iterator), path, partial=True)
 
 
 def final_eval_stage(experiment: DistillExperiment, num_layers: int) -> Stage:
     """A measuring 'stage' over every layer + MLM/NSP: the metrics of a finished student."""
-    return Stage(-1, "final", 1, tuple(range(num_layers)), True, True, True,
-                 experiment.distillation.pretrain.learning_rate, {})
+    return Stage(
+        -1,
+        "final",
+        1,
+        tuple(range(num_layers)),
+        True,
+        True,
+        True,
+        experiment.distillation.pretrain.learning_rate,
+        {},
+    )
 
 
 # ---------------------------------------------------------------- the trainer
-def run_distillation(experiment: DistillExperiment, teacher_dir: str | os.PathLike,
-                     model_dir: str | os.PathLike, data: Optional[PretrainingData] = None,
-                     show_progress: bool = True, log: Callable[[str], None] = print) -> dict:
+def run_distillation(
+    experiment: DistillExperiment,
+    teacher_dir: str | os.PathLike,
+    model_dir: str | os.PathLike,
+    data: PretrainingData | None = None,
+    show_progress: bool = True,
+    log: Callable[[str], None] = print,
+) -> dict:
     """Runs (or resumes, or skips) every stage; returns the done record with eval metrics."""
     model_dir, teacher_dir = os.fspath(model_dir), os.fspath(teacher_dir)
     student_config = experiment.student.build_config()
@@ -174,16 +202,25 @@ def run_distillation(experiment: DistillExperiment, teacher_dir: str | os.PathLi
     stages = plan_stages(experiment.distillation, student_config.num_hidden_layers)
     total = total_steps(stages)
     finished = is_done(model_dir, total)
-    check_same_run(experiment, model_dir, finished=finished,
-                   fixed=lambda key: key.startswith(_FIXED_SETTINGS), log=log)
+    check_same_run(
+        experiment,
+        model_dir,
+        finished=finished,
+        fixed=lambda key: key.startswith(_FIXED_SETTINGS),
+        log=log,
+    )
     if finished:
         done = read_done(model_dir)
-        log(f"already done: {model_dir} finished {done['train_steps']} student steps "
-            f"(asked for {total}); nothing to do")
+        log(
+            f"already done: {model_dir} finished {done['train_steps']} student steps "
+            f"(asked for {total}); nothing to do"
+        )
         return done
-    layer_map = teacher_layer_map(experiment.distillation.transfer_teacher_layers,
-                                  student_config.num_hidden_layers,
-                                  teacher_config.num_hidden_layers)
+    layer_map = teacher_layer_map(
+        experiment.distillation.transfer_teacher_layers,
+        student_config.num_hidden_layers,
+        teacher_config.num_hidden_layers,
+    )
     strategy, data = strategy_and_data(experiment, data)
     _check_tokenizer(teacher_dir, data)
     chief = is_chief(strategy)
@@ -192,21 +229,46 @@ def run_distillation(experiment: DistillExperiment, teacher_dir: str | os.PathLi
             record_experiment(experiment, model_dir)
         os.makedirs(model_dir, exist_ok=True)
         log("stages: " + "; ".join(s.describe() for s in stages))
-        student, records, final = _run_stages(experiment, teacher_dir, model_dir, strategy,
-                                              data, stages, layer_map, chief,
-                                              show_progress, log)
+        student, records, final = _run_stages(
+            experiment,
+            teacher_dir,
+            model_dir,
+            strategy,
+            data,
+            stages,
+            layer_map,
+            chief,
+            show_progress,
+            log,
+        )
         if chief:
-            write_model_files(student, model_dir,
-                              save_tokenizer=lambda d: _save_tokenizer(teacher_dir, data, d))
-            write_done(model_dir, total, eval=final, stages=records,
-                       strategy=experiment.distillation.strategy, teacher_dir=teacher_dir)
+            write_model_files(
+                student, model_dir, save_tokenizer=lambda d: _save_tokenizer(teacher_dir, data, d)
+            )
+            write_done(
+                model_dir,
+                total,
+                eval=final,
+                stages=records,
+                strategy=experiment.distillation.strategy,
+                teacher_dir=teacher_dir,
+            )
             log(f"exported the student to {model_dir}")
     return read_done(model_dir) if chief else {"train_steps": total, "eval": final}
 
 
-def _run_stages(experiment: DistillExperiment, teacher_dir: str, model_dir: str, strategy,
-                data: PretrainingData, stages: list[Stage], layer_map, chief: bool,
-                show_progress: bool, log) -> tuple[tf_keras.Model, list[dict], dict]:
+def _run_stages(
+    experiment: DistillExperiment,
+    teacher_dir: str,
+    model_dir: str,
+    strategy,
+    data: PretrainingData,
+    stages: list[Stage],
+    layer_map,
+    chief: bool,
+    show_progress: bool,
+    log,
+) -> tuple[tf_keras.Model, list[dict], dict]:
     """Runs the stages not yet done, in order; (student, stage records, final eval metrics)."""
     trainer, runtime = experiment.trainer, experiment.runtime
     student_config = experiment.student.build_config()
@@ -219,9 +281,13 @@ def _run_stages(experiment: DistillExperiment, teacher_dir: str, model_dir: str,
             teacher = load_pretrainer(teacher_dir, teacher_config)
             teacher.trainable = False
             student = build_pretrainer(student_config)
-        iterator = iter(data.train.repeat())   # global batches, split per replica in the step
-        initial = RunCheckpoint(worker_directory(init_dir(model_dir), strategy), 1,
-                                model=student, train_iterator=iterator)
+        iterator = iter(data.train.repeat())  # global batches, split per replica in the step
+        initial = RunCheckpoint(
+            worker_directory(init_dir(model_dir), strategy),
+            1,
+            model=student,
+            train_iterator=iterator,
+        )
         if initial.latest is None:
             if experiment.distillation.copy_embeddings:
                 copied = copy_from_teacher(teacher, student)
@@ -240,54 +306,100 @@ def _run_stages(experiment: DistillExperiment, teacher_dir: str, model_dir: str,
             with strategy.scope():
                 groups = stage_variables(student, stage)
                 optimizer = build_stage_optimizer(trainer.optimizer, stage, groups)
-                step = tf.Variable(0, dtype=tf.int64, trainable=False, name="stage_step",
-                                   aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+                step = tf.Variable(
+                    0,
+                    dtype=tf.int64,
+                    trainable=False,
+                    name="stage_step",
+                    aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA,
+                )
             checkpoint = RunCheckpoint(
                 worker_directory(os.path.join(directory, "checkpoints"), strategy),
-                trainer.max_checkpoints_to_keep, model=student, optimizer=optimizer, step=step,
-                train_iterator=iterator)
+                trainer.max_checkpoints_to_keep,
+                model=student,
+                optimizer=optimizer,
+                step=step,
+                train_iterator=iterator,
+            )
             restored = checkpoint.restore_latest(log)
             if restored is None:
                 _restore_student(previous, student, iterator)
-            log(f"{header}: {stage.describe()}; " + (
-                f"resumed from {restored} at step {int(step)}" if restored
-                else f"starting from {previous}"))
+            log(
+                f"{header}: {stage.describe()}; "
+                + (
+                    f"resumed from {restored} at step {int(step)}"
+                    if restored
+                    else f"starting from {previous}"
+                )
+            )
             objective = DistillationObjective(
-                teacher, student, stage, layer_map, lw, pd,
+                teacher,
+                student,
+                stage,
+                layer_map,
+                lw,
+                pd,
                 student_dropout=experiment.distillation.student_dropout,
                 layer_mean=experiment.distillation.auxiliary_layer_mean
-                and experiment.distillation.strategy == "auxiliary")
-            evaluate = make_evaluator(strategy, objective,
-                                      data.eval if trainer.eval_each_stage else None,
-                                      trainer.eval_steps)
+                and experiment.distillation.strategy == "auxiliary",
+            )
+            evaluate = make_evaluator(
+                strategy,
+                objective,
+                data.eval if trainer.eval_each_stage else None,
+                trainer.eval_steps,
+            )
             start = time.perf_counter()
             metrics = run_loop(
-                train_step=make_train_step(strategy, objective, optimizer,
-                                           [v for vs in groups.values() for v in vs],
-                                           trainer.jit_compile),
-                iterator=iterator, step=step, train_steps=stage.train_steps,
-                checkpoint=checkpoint, checkpoint_interval=trainer.checkpoint_interval,
+                train_step=make_train_step(
+                    strategy,
+                    objective,
+                    optimizer,
+                    [v for vs in groups.values() for v in vs],
+                    trainer.jit_compile,
+                ),
+                iterator=iterator,
+                step=step,
+                train_steps=stage.train_steps,
+                checkpoint=checkpoint,
+                checkpoint_interval=trainer.checkpoint_interval,
                 tokens_per_step=trainer.batch_size * experiment.data.seq_length,
-                scalars=Scalars(worker_directory(
-                    os.path.join(model_dir, "tensorboard", stage_name(stage)), strategy)),
-                log_interval=trainer.log_interval, evaluate=evaluate,
-                eval_interval=trainer.eval_interval, desc=header,
-                show_progress=show_progress and chief, log=log,
-                postfix_keys=("fmt", "at", "mlm_loss", "kd_loss"))
+                scalars=Scalars(
+                    worker_directory(
+                        os.path.join(model_dir, "tensorboard", stage_name(stage)), strategy
+                    )
+                ),
+                log_interval=trainer.log_interval,
+                evaluate=evaluate,
+                eval_interval=trainer.eval_interval,
+                desc=header,
+                show_progress=show_progress and chief,
+                log=log,
+                postfix_keys=("fmt", "at", "mlm_loss", "kd_loss"),
+            )
             if not metrics and evaluate is not None:
                 metrics = evaluate()
             previous = checkpoint.latest
-            record = {"stage": stage_name(stage), "train_steps": stage.train_steps,
-                      "seconds": round(time.perf_counter() - start, 1), "eval": metrics}
+            record = {
+                "stage": stage_name(stage),
+                "train_steps": stage.train_steps,
+                "seconds": round(time.perf_counter() - start, 1),
+                "eval": metrics,
+            }
             if chief:
-                atomic.write_text(os.path.join(directory, STAGE_DONE_FILE),
-                                  json.dumps(record, indent=2) + "\n")
+                atomic.write_text(
+                    os.path.join(directory, STAGE_DONE_FILE), json.dumps(record, indent=2) + "\n"
+                )
             records.append(record)
-        _restore_student(previous, student, iterator)   # the last stage's end, run or skipped
-        objective = DistillationObjective(teacher, student,
-                                          final_eval_stage(experiment,
-                                                           student_config.num_hidden_layers),
-                                          layer_map, lw, pd)
+        _restore_student(previous, student, iterator)  # the last stage's end, run or skipped
+        objective = DistillationObjective(
+            teacher,
+            student,
+            final_eval_stage(experiment, student_config.num_hidden_layers),
+            layer_map,
+            lw,
+            pd,
+        )
         evaluate = make_evaluator(strategy, objective, data.eval, trainer.eval_steps)
         final = evaluate() if evaluate is not None else {}
     return student, records, final

@@ -25,7 +25,7 @@ once its row's scores span more than about 100, which makes the exact KL infinit
 from __future__ import annotations
 
 import os
-from typing import Mapping, Optional
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -34,19 +34,23 @@ from mbert_lib.distill import analysis
 
 def uniform_attention(mask, num_heads: int) -> np.ndarray:
     """[1, B, N, T, T] attention spread evenly over each row's real keys."""
-    mask = np.asarray(mask, np.float64)                                      # [B, T]
-    rows = mask[:, None, None, :] / mask.sum(-1)[:, None, None, None]        # [B, 1, 1, T]
+    mask = np.asarray(mask, np.float64)  # [B, T]
+    rows = mask[:, None, None, :] / mask.sum(-1)[:, None, None, None]  # [B, 1, 1, T]
     return np.broadcast_to(rows, (mask.shape[0], num_heads, mask.shape[1], mask.shape[1]))[None]
 
 
 def _at_and_mse(teacher_out: dict, student_out: dict, mask, layer_map) -> dict:
     losses = analysis.transfer_losses(teacher_out, student_out, mask, layer_map)
-    return {"at": losses["at"].to_numpy(), "mse": losses["fmt_paper_mse"].to_numpy(),
-            "spread": analysis.feature_statistics(student_out, mask)["std"].to_numpy()}
+    return {
+        "at": losses["at"].to_numpy(),
+        "mse": losses["fmt_paper_mse"].to_numpy(),
+        "spread": analysis.feature_statistics(student_out, mask)["std"].to_numpy(),
+    }
 
 
-def layer_summary(teacher_out: dict, snapshots: list[dict], final_out: dict, mask,
-                  layer_map) -> list[dict]:
+def layer_summary(
+    teacher_out: dict, snapshots: list[dict], final_out: dict, mask, layer_map
+) -> list[dict]:
     """Per layer k, the numbers of the module docstring.
 
     snapshots[j]: `analysis.encode` outputs of the student after stage j − 1
@@ -61,30 +65,38 @@ def layer_summary(teacher_out: dict, snapshots: list[dict], final_out: dict, mas
     for k, t in enumerate(layer_map):
         before, after = measured[k], measured[k + 1]
         sharp = analysis.attention_sharpness(snapshots[k + 1]["attention_scores"], mask)
-        rows.append({"layer": k, "teacher_layer": int(t),
-                     "at_before": float(before["at"][k]), "at_after": float(after["at"][k]),
-                     "mse_before": float(before["mse"][k]), "mse_after": float(after["mse"][k]),
-                     "spread_before": float(before["spread"][k]),
-                     "spread_after": float(after["spread"][k]),
-                     "spread_teacher": float(teacher_spread[t]),
-                     "max_prob_after": float(sharp[k]), "max_prob_uniform": uniform,
-                     "at_final": float(_at_and_mse(teacher_out, final_out, mask,
-                                                   layer_map)["at"][k])})
+        rows.append(
+            {
+                "layer": k,
+                "teacher_layer": int(t),
+                "at_before": float(before["at"][k]),
+                "at_after": float(after["at"][k]),
+                "mse_before": float(before["mse"][k]),
+                "mse_after": float(after["mse"][k]),
+                "spread_before": float(before["spread"][k]),
+                "spread_after": float(after["spread"][k]),
+                "spread_teacher": float(teacher_spread[t]),
+                "max_prob_after": float(sharp[k]),
+                "max_prob_uniform": uniform,
+                "at_final": float(_at_and_mse(teacher_out, final_out, mask, layer_map)["at"][k]),
+            }
+        )
     return rows
 
 
 KL_FLOOR = 1e-9
 
 
-def mean_attention_kl(teacher_out: dict, student_out: dict, mask, layer_map,
-                      floor: float = KL_FLOOR) -> float:
+def mean_attention_kl(
+    teacher_out: dict, student_out: dict, mask, layer_map, floor: float = KL_FLOOR
+) -> float:
     """Mean over student layers, heads and real query rows of KL(A^T ‖ max(A^S, floor))."""
-    real = np.asarray(mask, bool)                                           # [B, T]
+    real = np.asarray(mask, bool)  # [B, T]
     values = []
     for layer, t in enumerate(layer_map):
-        p = np.asarray(teacher_out["attention_scores"][t], np.float64)     # [B, N, T, T]
+        p = np.asarray(teacher_out["attention_scores"][t], np.float64)  # [B, N, T, T]
         q = np.maximum(np.asarray(student_out["attention_scores"][layer], np.float64), floor)
-        kl = (p * (np.log(np.where(p > 0, p, 1.0)) - np.log(q))).sum(-1)   # [B, N, T]
+        kl = (p * (np.log(np.where(p > 0, p, 1.0)) - np.log(q))).sum(-1)  # [B, N, T]
         values.append(kl[np.broadcast_to(real[:, None, :], kl.shape)].mean())
     return float(np.mean(values))
 
@@ -94,20 +106,25 @@ def targets(summary: Mapping) -> dict:
     attention after the stage at least 3x as peaked as uniform, and the no-AT student's
     final KL at least 2x the AT student's."""
     layers = summary["layers"]
-    out = {"at_halves": all(r["at_after"] <= 0.5 * r["at_before"] for r in layers),
-           "mse_halves": all(r["mse_after"] <= 0.5 * r["mse_before"] for r in layers),
-           "peaked_3x": all(r["max_prob_after"] >= 3 * r["max_prob_uniform"] for r in layers),
-           "spread_toward_teacher": all(
-               abs(r["spread_after"] - r["spread_teacher"])
-               < abs(r["spread_before"] - r["spread_teacher"]) for r in layers)}
+    out = {
+        "at_halves": all(r["at_after"] <= 0.5 * r["at_before"] for r in layers),
+        "mse_halves": all(r["mse_after"] <= 0.5 * r["mse_before"] for r in layers),
+        "peaked_3x": all(r["max_prob_after"] >= 3 * r["max_prob_uniform"] for r in layers),
+        "spread_toward_teacher": all(
+            abs(r["spread_after"] - r["spread_teacher"])
+            < abs(r["spread_before"] - r["spread_teacher"])
+            for r in layers
+        ),
+    }
     ablation = summary.get("ablation_at_kl")
     if ablation:
         out["ablation_2x"] = ablation["without_at"] >= 2 * ablation["with_at"]
     return out
 
 
-def summarize_run(pkt_dir: str | os.PathLike, teacher, batch,
-                  ablation_dir: Optional[str | os.PathLike] = None) -> dict:
+def summarize_run(
+    pkt_dir: str | os.PathLike, teacher, batch, ablation_dir: str | os.PathLike | None = None
+) -> dict:
     """{"layers": [...], "ablation_at_kl": {"with_at", "without_at"} (when ablation_dir),
     "targets": {...}} for the progressive run in `pkt_dir` on a held-out `batch`."""
     from mbert_lib.checkpoints import load_pretrainer
@@ -115,23 +132,28 @@ def summarize_run(pkt_dir: str | os.PathLike, teacher, batch,
 
     experiment, stages = read_run(pkt_dir)
     if experiment.distillation.strategy != "progressive":
-        raise ValueError(f"{pkt_dir}: a transfer summary needs a progressive run, this one is "
-                         f"{experiment.distillation.strategy!r}")
+        raise ValueError(
+            f"{pkt_dir}: a transfer summary needs a progressive run, this one is "
+            f"{experiment.distillation.strategy!r}"
+        )
     config = experiment.student.build_config()
     layer_map = experiment.distillation.transfer_teacher_layers or tuple(
-        range(config.num_hidden_layers))
+        range(config.num_hidden_layers)
+    )
     mask = np.asarray(batch["input_mask"])
     teacher_out = analysis.encode(teacher, batch)
     layer_stages = [s for s in stages if s.layer_wise]
     snapshots = [analysis.encode(load_stage_student(pkt_dir, None, config), batch)]
-    snapshots += [analysis.encode(load_stage_student(pkt_dir, s, config), batch)
-                  for s in layer_stages]
+    snapshots += [
+        analysis.encode(load_stage_student(pkt_dir, s, config), batch) for s in layer_stages
+    ]
     final = analysis.encode(load_pretrainer(pkt_dir), batch)
     summary = {"layers": layer_summary(teacher_out, snapshots, final, mask, layer_map)}
     if ablation_dir is not None:
         without = analysis.encode(load_pretrainer(ablation_dir), batch)
         summary["ablation_at_kl"] = {
             "with_at": mean_attention_kl(teacher_out, final, mask, layer_map),
-            "without_at": mean_attention_kl(teacher_out, without, mask, layer_map)}
+            "without_at": mean_attention_kl(teacher_out, without, mask, layer_map),
+        }
     summary["targets"] = targets(summary)
     return summary

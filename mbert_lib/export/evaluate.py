@@ -11,7 +11,7 @@ largest logit difference from Keras.
 from __future__ import annotations
 
 import os
-from typing import Mapping, Optional, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -27,7 +27,7 @@ def keras_logits(model, features: Mapping[str, np.ndarray], batch_size: int = 32
     n = check_features(features)
     parts = []
     for start in range(0, n, batch_size):
-        batch = {name: features[name][start:start + batch_size] for name in INPUT_NAMES}
+        batch = {name: features[name][start : start + batch_size] for name in INPUT_NAMES}
         parts.append(model(batch, training=False)["logits"].numpy())
     return np.concatenate(parts)
 
@@ -40,12 +40,18 @@ def accuracy(logits: np.ndarray, labels: np.ndarray) -> float:
     return float(np.mean(np.argmax(logits, axis=-1) == labels))
 
 
-def evaluate_precisions(model, features: Mapping[str, np.ndarray], labels: np.ndarray,
-                        calibration: Mapping[str, np.ndarray], workdir: str | os.PathLike,
-                        precisions: Sequence[str] = tflite.PRECISIONS,
-                        num_threads: int = 2, calibration_limit: int = 200,
-                        name: str = "model",
-                        int8_mask_penalty: Optional[float] = DEFAULT_MASK_PENALTY) -> list[dict]:
+def evaluate_precisions(
+    model,
+    features: Mapping[str, np.ndarray],
+    labels: np.ndarray,
+    calibration: Mapping[str, np.ndarray],
+    workdir: str | os.PathLike,
+    precisions: Sequence[str] = tflite.PRECISIONS,
+    num_threads: int = 2,
+    calibration_limit: int = 200,
+    name: str = "model",
+    int8_mask_penalty: float | None = DEFAULT_MASK_PENALTY,
+) -> list[dict]:
     """One record per precision: accuracy through the interpreter vs Keras.
 
     model: a Classifier, e.g. `mbert_lib.checkpoints.load_classifier(path)`.
@@ -62,19 +68,31 @@ def evaluate_precisions(model, features: Mapping[str, np.ndarray], labels: np.nd
     """
     n = check_features(features)
     seq_length = features[INPUT_NAMES[0]].shape[1]
-    reference = keras_logits(model, features)                          # [n, C]
+    reference = keras_logits(model, features)  # [n, C]
     keras_acc = accuracy(reference, labels)
     records = []
     for precision in precisions:
         path = os.path.join(os.fspath(workdir), f"{name}_{precision}.tflite")
-        record = {"precision": precision, "num_examples": n, "keras_accuracy": keras_acc,
-                  "accuracy": None, "max_abs_logit_diff": None, "agreement": None,
-                  "size_bytes": None, "path": path, "error": None}
+        record = {
+            "precision": precision,
+            "num_examples": n,
+            "keras_accuracy": keras_acc,
+            "accuracy": None,
+            "max_abs_logit_diff": None,
+            "agreement": None,
+            "size_bytes": None,
+            "path": path,
+            "error": None,
+        }
         try:
             record["size_bytes"] = tflite.export_tflite(
-                model, path, precision, seq_length,
+                model,
+                path,
+                precision,
+                seq_length,
                 representative_dataset=representative_dataset(calibration, calibration_limit),
-                int8_mask_penalty=int8_mask_penalty)
+                int8_mask_penalty=int8_mask_penalty,
+            )
         except tflite.UnsupportedPrecisionError as e:
             record["error"] = str(e)
             records.append(record)
@@ -83,20 +101,25 @@ def evaluate_precisions(model, features: Mapping[str, np.ndarray], labels: np.nd
         record.update(
             accuracy=accuracy(logits, labels),
             max_abs_logit_diff=float(np.max(np.abs(logits - reference))),
-            agreement=float(np.mean(np.argmax(logits, -1) == np.argmax(reference, -1))))
+            agreement=float(np.mean(np.argmax(logits, -1) == np.argmax(reference, -1))),
+        )
         records.append(record)
     return records
 
 
 def format_table(records: Sequence[dict]) -> str:
     """A plain-text table of `evaluate_precisions` records."""
-    lines = [f"{'precision':<14}{'size MB':>9}{'accuracy':>10}{'keras':>8}"
-             f"{'max|Δlogit|':>13}{'agree':>7}"]
+    lines = [
+        f"{'precision':<14}{'size MB':>9}{'accuracy':>10}{'keras':>8}"
+        f"{'max|Δlogit|':>13}{'agree':>7}"
+    ]
     for r in records:
         if r["error"]:
             lines.append(f"{r['precision']:<14}  not exported: {r['error'][:120]}")
             continue
-        lines.append(f"{r['precision']:<14}{r['size_bytes'] / 1e6:>9.2f}{r['accuracy']:>10.4f}"
-                     f"{r['keras_accuracy']:>8.4f}{r['max_abs_logit_diff']:>13.2e}"
-                     f"{r['agreement']:>7.3f}")
+        lines.append(
+            f"{r['precision']:<14}{r['size_bytes'] / 1e6:>9.2f}{r['accuracy']:>10.4f}"
+            f"{r['keras_accuracy']:>8.4f}{r['max_abs_logit_diff']:>13.2e}"
+            f"{r['agreement']:>7.3f}"
+        )
     return "\n".join(lines)

@@ -35,18 +35,18 @@ DEFAULT_MASK_PENALTY = 20.0
 
 def _scores(attention, qk, keep, mask_penalty: float):
     """The masked, scaled scores [B, N, T, S] that enter the softmax. keep: [B, 1, 1, S]."""
-    q = attention.query(qk)                                        # [B, T, N, d]
-    k = attention.key(qk)                                          # [B, S, N, d]
+    q = attention.query(qk)  # [B, T, N, d]
+    k = attention.key(qk)  # [B, S, N, d]
     scores = tf.einsum("BTNd,BSNd->BNTS", q, k) * (1.0 / math.sqrt(attention.head_size))
-    return scores * keep - mask_penalty * (1.0 - keep)             # scores ⊙ m − c(1 − m)
+    return scores * keep - mask_penalty * (1.0 - keep)  # scores ⊙ m − c(1 − m)
 
 
 def _attend(attention, qk, v, keep, mask_penalty: float):
     """MultiHeadAttention.call with the bounded mask. keep: [B, 1, 1, S] float 0/1."""
-    value = attention.value(v)                                     # [B, S, N, d]
+    value = attention.value(v)  # [B, S, N, d]
     probs = tf.nn.softmax(_scores(attention, qk, keep, mask_penalty), axis=-1)  # [B, N, T, S]
-    context = tf.einsum("BNTS,BSNd->BTNd", probs, value)           # [B, T, N, d]
-    return attention.attention_output(context)                     # [B, T, h]
+    context = tf.einsum("BNTS,BSNd->BTNd", probs, value)  # [B, T, N, d]
+    return attention.attention_output(context)  # [B, T, h]
 
 
 def _attention_inputs(block, x):
@@ -67,26 +67,30 @@ def _block(block, x, keep, mask_penalty: float):
         u = ffn(u, training=False)
     if not block.use_bottleneck:
         return u
-    return block.bottleneck_output_norm(block.bottleneck_output(u) + x)   # [B, T, H]
+    return block.bottleneck_output_norm(block.bottleneck_output(u) + x)  # [B, T, H]
 
 
-def encoder_forward(encoder: MobileBertEncoder, inputs,
-                    mask_penalty: float = DEFAULT_MASK_PENALTY) -> dict:
+def encoder_forward(
+    encoder: MobileBertEncoder, inputs, mask_penalty: float = DEFAULT_MASK_PENALTY
+) -> dict:
     """{"sequence_output" [B, T, H], "pooled_output" [B, H]} with the bounded mask."""
     if not isinstance(encoder, MobileBertEncoder):
         raise ValueError(f"encoder_forward needs a MobileBertEncoder, got {type(encoder).__name__}")
     word_ids, mask, type_ids = _unpack_inputs(inputs)
     keep = tf.reshape(tf.cast(mask, tf.float32), [tf.shape(mask)[0], 1, 1, -1])  # [B, 1, 1, S]
-    x = encoder.embedding(word_ids, type_ids, training=False)        # [B, T, H]
+    x = encoder.embedding(word_ids, type_ids, training=False)  # [B, T, H]
     for block in encoder.blocks:
         x = _block(block, x, keep, mask_penalty)
     cls = x[:, 0]
-    return {"sequence_output": x,
-            "pooled_output": encoder.pooler(cls) if encoder.pooler is not None else cls}
+    return {
+        "sequence_output": x,
+        "pooled_output": encoder.pooler(cls) if encoder.pooler is not None else cls,
+    }
 
 
-def attention_scores(encoder: MobileBertEncoder, inputs, layer: int = 0,
-                     mask_penalty: float = DEFAULT_MASK_PENALTY) -> tf.Tensor:
+def attention_scores(
+    encoder: MobileBertEncoder, inputs, layer: int = 0, mask_penalty: float = DEFAULT_MASK_PENALTY
+) -> tf.Tensor:
     """The scores [B, N, T, S] entering block `layer`'s softmax, padded keys at −c.
 
     With mask_penalty = 1e9 these are the model's own (−1e9) masked scores:
@@ -96,17 +100,17 @@ def attention_scores(encoder: MobileBertEncoder, inputs, layer: int = 0,
         raise ValueError(f"layer must be in [0, {len(encoder.blocks)}), got {layer}")
     word_ids, mask, type_ids = _unpack_inputs(inputs)
     keep = tf.reshape(tf.cast(mask, tf.float32), [tf.shape(mask)[0], 1, 1, -1])  # [B, 1, 1, S]
-    x = encoder.embedding(word_ids, type_ids, training=False)        # [B, T, H]
+    x = encoder.embedding(word_ids, type_ids, training=False)  # [B, T, H]
     for block in encoder.blocks[:layer]:
         x = _block(block, x, keep, mask_penalty)
     block = encoder.blocks[layer]
     _, qk, _ = _attention_inputs(block, x)
-    return _scores(block.attention, qk, keep, mask_penalty)          # [B, N, T, S]
+    return _scores(block.attention, qk, keep, mask_penalty)  # [B, N, T, S]
 
 
 def model_forward(model, inputs, mask_penalty: float = DEFAULT_MASK_PENALTY) -> dict:
     """The serving outputs of an encoder or a Classifier, with the bounded mask."""
     if isinstance(model, Classifier):
         pooled = encoder_forward(model.encoder, inputs, mask_penalty)["pooled_output"]
-        return {"logits": model.head(pooled, training=False)}          # [B, C]
+        return {"logits": model.head(pooled, training=False)}  # [B, C]
     return encoder_forward(model, inputs, mask_penalty)

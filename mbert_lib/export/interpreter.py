@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import collections
 import os
-from typing import Mapping, Optional
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -43,7 +43,7 @@ class TFLiteModel:
         self.output_names = sorted(self.runner.get_output_details())
 
     @property
-    def input_shape(self) -> tuple[Optional[int], Optional[int]]:
+    def input_shape(self) -> tuple[int | None, int | None]:
         return self.batch_size, self.seq_length
 
     def __call__(self, features: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -55,22 +55,23 @@ class TFLiteModel:
             raise ValueError(
                 f"inputs of shape {list(shape)}, but the model was exported for "
                 f"{[d if d is not None else 'any' for d in self.input_shape]}; export it with "
-                "--dynamic_shape (export_tflite(..., dynamic_shape=True)) to resize it")
+                "--dynamic_shape (export_tflite(..., dynamic_shape=True)) to resize it"
+            )
         outputs = self.runner(**arrays)
         return {name: np.array(value) for name, value in outputs.items()}
 
-    def predict(self, features: Mapping[str, np.ndarray],
-                batch_size: int = 32) -> dict[str, np.ndarray]:
+    def predict(
+        self, features: Mapping[str, np.ndarray], batch_size: int = 32
+    ) -> dict[str, np.ndarray]:
         """All n examples -> {output: [n, ...]}, in batches of the exported batch size (of
         `batch_size` for an open batch dimension); n must be a multiple of a fixed one."""
         n = check_features(features, self.seq_length or features[INPUT_NAMES[0]].shape[1])
         step = self.batch_size or batch_size
         if n % step:
-            raise ValueError(f"{n} examples is not a multiple of the exported batch size "
-                             f"{step}")
+            raise ValueError(f"{n} examples is not a multiple of the exported batch size {step}")
         parts = collections.defaultdict(list)
         for start in range(0, n, step):
-            batch = {name: features[name][start:start + step] for name in INPUT_NAMES}
+            batch = {name: features[name][start : start + step] for name in INPUT_NAMES}
             for name, value in self(batch).items():
                 parts[name].append(value)
         return {name: np.concatenate(values) for name, values in parts.items()}

@@ -39,11 +39,11 @@ def quantize_weights(w: np.ndarray, axis: int = -1) -> tuple[np.ndarray, np.ndar
     w = np.asarray(w, np.float32)
     axis = axis % w.ndim
     others = tuple(i for i in range(w.ndim) if i != axis)
-    scale = np.max(np.abs(w), axis=others) / INT8_MAX                 # [C]
+    scale = np.max(np.abs(w), axis=others) / INT8_MAX  # [C]
     scale = np.where(scale > 0, scale, 1.0).astype(np.float32)
     shape = [1] * w.ndim
     shape[axis] = -1
-    q = np.clip(_round(w / scale.reshape(shape)), -INT8_MAX, INT8_MAX)   # x̂ = s·q, z = 0
+    q = np.clip(_round(w / scale.reshape(shape)), -INT8_MAX, INT8_MAX)  # x̂ = s·q, z = 0
     return q.astype(np.int8), scale
 
 
@@ -95,21 +95,30 @@ def int8_tensors(model: str | os.PathLike | bytes) -> list[dict]:
     # Without XNNPACK: the delegate packs the constant tensors it takes and frees their
     # data (get_tensor then fails with "Tensor data is null" on a full-integer model),
     # and it announces itself on stderr.
-    source = ({"model_content": bytes(model)} if isinstance(model, (bytes, bytearray))
-              else {"model_path": os.fspath(model)})
+    source = (
+        {"model_content": bytes(model)}
+        if isinstance(model, (bytes, bytearray))
+        else {"model_path": os.fspath(model)}
+    )
     interpreter = Interpreter(
-        **source, experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
+        **source, experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES
+    )
     interpreter.allocate_tensors()
     out = []
     for detail in interpreter.get_tensor_details():
         if detail["dtype"] != np.int8:
             continue
         params = detail["quantization_parameters"]
-        if not len(params["scales"]):      # a kernel's runtime scratch tensor, not in the file
+        if not len(params["scales"]):  # a kernel's runtime scratch tensor, not in the file
             continue
-        out.append({"name": detail["name"], "shape": tuple(int(s) for s in detail["shape"]),
-                    "q": np.array(interpreter.get_tensor(detail["index"])),
-                    "scales": np.array(params["scales"]),
-                    "zero_points": np.array(params["zero_points"]),
-                    "axis": int(params["quantized_dimension"])})
+        out.append(
+            {
+                "name": detail["name"],
+                "shape": tuple(int(s) for s in detail["shape"]),
+                "q": np.array(interpreter.get_tensor(detail["index"])),
+                "scales": np.array(params["scales"]),
+                "zero_points": np.array(params["zero_points"]),
+                "axis": int(params["quantized_dimension"]),
+            }
+        )
     return out

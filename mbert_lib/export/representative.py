@@ -10,7 +10,7 @@ exists for tests and for latency benchmarks, where values do not matter.
 
 from __future__ import annotations
 
-from typing import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 import numpy as np
 
@@ -31,15 +31,21 @@ def check_features(features: Mapping[str, np.ndarray], seq_length: int | None = 
     return int(first[0])
 
 
-def random_features(n: int, seq_length: int, vocab_size: int, type_vocab_size: int = 2,
-                    pad_fraction: float = 0.25, seed: int = 0) -> dict[str, np.ndarray]:
+def random_features(
+    n: int,
+    seq_length: int,
+    vocab_size: int,
+    type_vocab_size: int = 2,
+    pad_fraction: float = 0.25,
+    seed: int = 0,
+) -> dict[str, np.ndarray]:
     """n random examples: [CLS]-like id 1 first, random ids, a padded tail, two segments.
 
     Each example keeps a random number of real tokens in
     [(1 - pad_fraction)·T, T]; padding has id 0 and mask 0.
     """
     rng = np.random.default_rng(seed)
-    ids = rng.integers(2, vocab_size, size=(n, seq_length), dtype=np.int32)   # [n, T]
+    ids = rng.integers(2, vocab_size, size=(n, seq_length), dtype=np.int32)  # [n, T]
     ids[:, 0] = 1
     lengths = rng.integers(max(1, int(seq_length * (1 - pad_fraction))), seq_length + 1, size=n)
     mask = (np.arange(seq_length)[None, :] < lengths[:, None]).astype(np.int32)
@@ -49,8 +55,9 @@ def random_features(n: int, seq_length: int, vocab_size: int, type_vocab_size: i
     return {"input_word_ids": ids * mask, "input_mask": mask, "input_type_ids": types}
 
 
-def representative_dataset(features: Mapping[str, np.ndarray], limit: int = 200,
-                           batch_size: int = 1) -> Callable[[], Iterator[dict]]:
+def representative_dataset(
+    features: Mapping[str, np.ndarray], limit: int = 200, batch_size: int = 1
+) -> Callable[[], Iterator[dict]]:
     """A converter `representative_dataset`: yields up to `limit` examples.
 
     Each item is a dict of [batch_size, T] int32 arrays keyed by input name,
@@ -62,7 +69,9 @@ def representative_dataset(features: Mapping[str, np.ndarray], limit: int = 200,
 
     def generate():
         for start in range(0, min(n, limit) - batch_size + 1, batch_size):
-            yield {name: np.asarray(features[name][start:start + batch_size], np.int32)
-                   for name in INPUT_NAMES}
+            yield {
+                name: np.asarray(features[name][start : start + batch_size], np.int32)
+                for name in INPUT_NAMES
+            }
 
     return generate

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Callable, Iterable, Optional
+from collections.abc import Callable, Iterable
 
 import tensorflow as tf
 
@@ -45,13 +45,20 @@ class UnsupportedPrecisionError(ValueError):
         self.precision = precision
         self.ops = ops
         blocking = ", ".join(ops) if ops else "no op named by the converter"
-        super().__init__(f"cannot export precision {precision!r}: blocked by {blocking}. "
-                         f"Converter said: {detail}")
+        super().__init__(
+            f"cannot export precision {precision!r}: blocked by {blocking}. "
+            f"Converter said: {detail}"
+        )
 
 
-def serving_function(model, seq_length: int = 128, batch_size: int = 1,
-                     mask_penalty: Optional[float] = None, dynamic_shape: bool = False,
-                     probabilities: bool = False):
+def serving_function(
+    model,
+    seq_length: int = 128,
+    batch_size: int = 1,
+    mask_penalty: float | None = None,
+    dynamic_shape: bool = False,
+    probabilities: bool = False,
+):
     """The inference graph as a concrete function of shape [batch_size, seq_length]
     ([None, None] with dynamic_shape).
 
@@ -65,29 +72,42 @@ def serving_function(model, seq_length: int = 128, batch_size: int = 1,
     shape = [None, None] if dynamic_shape else [batch_size, seq_length]
     spec = {name: tf.TensorSpec(shape, tf.int32, name=name) for name in INPUT_NAMES}
 
-    def classifier_outputs(logits):                                            # [B, C]
-        return ({"probabilities": tf.nn.softmax(logits, axis=-1)} if probabilities
-                else {"logits": logits})
+    def classifier_outputs(logits):  # [B, C]
+        return (
+            {"probabilities": tf.nn.softmax(logits, axis=-1)}
+            if probabilities
+            else {"logits": logits}
+        )
 
     if mask_penalty is not None:
+
         def serve(inputs):
             outputs = inference.model_forward(model, inputs, mask_penalty)
-            return (classifier_outputs(outputs["logits"]) if isinstance(model, Classifier)
-                    else outputs)
+            return (
+                classifier_outputs(outputs["logits"]) if isinstance(model, Classifier) else outputs
+            )
     elif isinstance(model, Classifier):
+
         def serve(inputs):
             return classifier_outputs(model(inputs, training=False)["logits"])
     else:
+
         def serve(inputs):
             outputs = model(inputs, training=False)
-            return {"sequence_output": outputs["sequence_output"],              # [B, T, H]
-                    "pooled_output": outputs["pooled_output"]}                  # [B, H]
+            return {
+                "sequence_output": outputs["sequence_output"],  # [B, T, H]
+                "pooled_output": outputs["pooled_output"],
+            }  # [B, H]
+
     return tf.function(serve, input_signature=[spec]).get_concrete_function()
 
 
-def make_converter(function, precision: str,
-                   representative_dataset: Optional[Callable[[], Iterable]] = None,
-                   trackable=None) -> tf.lite.TFLiteConverter:
+def make_converter(
+    function,
+    precision: str,
+    representative_dataset: Callable[[], Iterable] | None = None,
+    trackable=None,
+) -> tf.lite.TFLiteConverter:
     """A TFLiteConverter for a concrete function, set up for `precision`."""
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
@@ -98,8 +118,10 @@ def make_converter(function, precision: str,
         converter.target_spec.supported_types = [tf.float16]
     if precision == "int8":
         if representative_dataset is None:
-            raise ValueError("precision 'int8' needs a representative_dataset to calibrate "
-                             "activation ranges (see mbert_lib.export.representative)")
+            raise ValueError(
+                "precision 'int8' needs a representative_dataset to calibrate "
+                "activation ranges (see mbert_lib.export.representative)"
+            )
         converter.representative_dataset = representative_dataset
         # Integer kernels only: an op without one fails the conversion instead of
         # silently staying in float.
@@ -108,9 +130,9 @@ def make_converter(function, precision: str,
 
 
 _OP_PATTERNS = (
-    re.compile(r"'(tfl?\.[A-Za-z0-9_]+)' op"),              # 'tf.Erf' op is neither a custom op ...
-    re.compile(r"\b(tf\.[A-Z][A-Za-z0-9]*)\("),             # Details: tf.Erf(tensor<...>)
-    re.compile(r"op: '?([A-Z][A-Z0-9_]+)'?"),               # Quantization not yet supported for op: 'X'
+    re.compile(r"'(tfl?\.[A-Za-z0-9_]+)' op"),  # 'tf.Erf' op is neither a custom op ...
+    re.compile(r"\b(tf\.[A-Z][A-Za-z0-9]*)\("),  # Details: tf.Erf(tensor<...>)
+    re.compile(r"op: '?([A-Z][A-Z0-9_]+)'?"),  # Quantization not yet supported for op: 'X'
 )
 _SELECT_OPS = re.compile(r"(?:Flex|TF Select) ops: ([A-Za-z0-9_, ]+)")  # TF Select ops: Erf, Foo
 
@@ -151,10 +173,16 @@ def _short(message: str, limit: int = 400) -> str:
     return text if len(text) <= limit else text[:limit] + " ..."
 
 
-def convert(model, precision: str, seq_length: int = 128, batch_size: int = 1,
-            representative_dataset: Optional[Callable[[], Iterable]] = None,
-            int8_mask_penalty: Optional[float] = inference.DEFAULT_MASK_PENALTY,
-            dynamic_shape: bool = False, probabilities: bool = False) -> bytes:
+def convert(
+    model,
+    precision: str,
+    seq_length: int = 128,
+    batch_size: int = 1,
+    representative_dataset: Callable[[], Iterable] | None = None,
+    int8_mask_penalty: float | None = inference.DEFAULT_MASK_PENALTY,
+    dynamic_shape: bool = False,
+    probabilities: bool = False,
+) -> bytes:
     """The model as a TFLite flatbuffer at `precision`.
 
     int8_mask_penalty: for precision int8 only, the bounded attention mask
@@ -165,8 +193,9 @@ def convert(model, precision: str, seq_length: int = 128, batch_size: int = 1,
     converter cannot produce it.
     """
     penalty = int8_mask_penalty if precision == "int8" else None
-    function = serving_function(model, seq_length, batch_size, penalty, dynamic_shape,
-                                probabilities)
+    function = serving_function(
+        model, seq_length, batch_size, penalty, dynamic_shape, probabilities
+    )
     # The converter saves `trackable` as a SavedModel first. A plain tf.Module
     # owning just the weights saves in a moment; the Keras model itself would
     # be re-traced layer by layer for its own SavedModel format.
@@ -179,14 +208,28 @@ def convert(model, precision: str, seq_length: int = 128, batch_size: int = 1,
         raise UnsupportedPrecisionError(precision, blocking_ops(e), _short(str(e))) from e
 
 
-def export_tflite(model, path: str | os.PathLike, precision: str, seq_length: int = 128,
-                  batch_size: int = 1,
-                  representative_dataset: Optional[Callable[[], Iterable]] = None,
-                  int8_mask_penalty: Optional[float] = inference.DEFAULT_MASK_PENALTY,
-                  dynamic_shape: bool = False, probabilities: bool = False) -> int:
+def export_tflite(
+    model,
+    path: str | os.PathLike,
+    precision: str,
+    seq_length: int = 128,
+    batch_size: int = 1,
+    representative_dataset: Callable[[], Iterable] | None = None,
+    int8_mask_penalty: float | None = inference.DEFAULT_MASK_PENALTY,
+    dynamic_shape: bool = False,
+    probabilities: bool = False,
+) -> int:
     """Converts (see `convert`) and writes `path` atomically; returns its size in bytes."""
-    flatbuffer = convert(model, precision, seq_length, batch_size, representative_dataset,
-                         int8_mask_penalty, dynamic_shape, probabilities)
+    flatbuffer = convert(
+        model,
+        precision,
+        seq_length,
+        batch_size,
+        representative_dataset,
+        int8_mask_penalty,
+        dynamic_shape,
+        probabilities,
+    )
     with atomic.atomic_path(path) as tmp:
         with open(tmp, "wb") as f:
             f.write(flatbuffer)

@@ -30,14 +30,20 @@ def main() -> None:
         model,
         general_md=metadata_info.GeneralMd(name=args.name, description=args.description),
         input_md=metadata_info.BertInputTensorsMd(
-            model, "serving_default_input_word_ids:0", "serving_default_input_mask:0",
+            model,
+            "serving_default_input_word_ids:0",
+            "serving_default_input_mask:0",
             "serving_default_input_type_ids:0",
-            tokenizer_md=metadata_info.BertTokenizerMd(args.vocab)),
+            tokenizer_md=metadata_info.BertTokenizerMd(args.vocab),
+        ),
         # "probability": the output name BertNLClassifier looks up (another one crashes it)
         output_md=metadata_info.ClassificationTensorMd(
-            name="probability", description="the probability of each label",
+            name="probability",
+            description="the probability of each label",
             label_files=[metadata_info.LabelFileMd(file_path=args.labels)],
-            tensor_type=writer_utils.get_output_tensor_types(model)[0]))
+            tensor_type=writer_utils.get_output_tensor_types(model)[0],
+        ),
+    )
     writer_utils.save_file(writer.populate(), args.out)
 
 

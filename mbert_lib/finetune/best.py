@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Callable, Optional
+from collections.abc import Callable
 
 from mbert_lib import atomic
 
@@ -25,11 +25,12 @@ BEST_DIR = "best"
 class BestKeeper:
     """The evaluation history of a run and its best model directory."""
 
-    def __init__(self, model_dir: str | os.PathLike, metric: str,
-                 save_model: Callable[[str], None]):
+    def __init__(
+        self, model_dir: str | os.PathLike, metric: str, save_model: Callable[[str], None]
+    ):
         self.model_dir = os.fspath(model_dir)
         self.metric = metric
-        self.save_model = save_model   # save_model(directory) writes a whole model directory
+        self.save_model = save_model  # save_model(directory) writes a whole model directory
         self.history: list[dict] = []
         path = os.path.join(self.model_dir, HISTORY_FILE)
         if os.path.exists(path):
@@ -37,15 +38,16 @@ class BestKeeper:
                 try:
                     self.history = json.load(f)
                 except json.JSONDecodeError as e:
-                    raise ValueError(f"{path}: not valid JSON ({e}); delete the run's "
-                                     "model_dir to start over") from e
+                    raise ValueError(
+                        f"{path}: not valid JSON ({e}); delete the run's model_dir to start over"
+                    ) from e
 
     @property
     def best_dir(self) -> str:
         return os.path.join(self.model_dir, BEST_DIR)
 
     @property
-    def best(self) -> Optional[dict]:
+    def best(self) -> dict | None:
         """The history entry of the best evaluation (the earliest among equals), or None."""
         best = None
         for entry in self.history:
@@ -65,6 +67,7 @@ class BestKeeper:
         if improved:
             self.save_model(self.best_dir)
         self.history.append({"step": int(step), "metrics": dict(metrics), **info})
-        atomic.write_text(os.path.join(self.model_dir, HISTORY_FILE),
-                          json.dumps(self.history, indent=2) + "\n")
+        atomic.write_text(
+            os.path.join(self.model_dir, HISTORY_FILE), json.dumps(self.history, indent=2) + "\n"
+        )
         return improved

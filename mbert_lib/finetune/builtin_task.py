@@ -25,7 +25,7 @@ removed from train.
 from __future__ import annotations
 
 import hashlib
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -36,7 +36,7 @@ from mbert_lib.data.text import Document
 
 NAME = "builtin_shuffled"
 LABEL_NAMES = ("shuffled", "original")
-HELDOUT_FRACTION = 0.05      # = prepare_pretraining_data's default heldout_fraction
+HELDOUT_FRACTION = 0.05  # = prepare_pretraining_data's default heldout_fraction
 MIN_WORDS, MAX_WORDS = 6, 40
 _END_MARKS = ".?!:"
 
@@ -54,7 +54,7 @@ def shuffle_words(sentence: str, rng: np.random.Generator) -> str:
         words[-1] = words[-1][:-1] or words[-1]
     order = rng.permutation(len(words))
     shuffled = [words[i] for i in order]
-    if shuffled == words:           # the identity (or repeated words): rotate by one
+    if shuffled == words:  # the identity (or repeated words): rotate by one
         shuffled = shuffled[1:] + shuffled[:1]
     return " ".join(shuffled) + mark
 
@@ -72,14 +72,15 @@ def _usable(sentence: str) -> bool:
     return MIN_WORDS <= len(words) <= MAX_WORDS and len(set(words)) > 1
 
 
-def builtin_shuffled_examples(split: str,
-                              documents: Optional[Sequence[Document]] = None
-                              ) -> list[GlueExample]:
+def builtin_shuffled_examples(
+    split: str, documents: Sequence[Document] | None = None
+) -> list[GlueExample]:
     """The "train" or "dev" examples of builtin_shuffled (of `documents`, default the corpus)."""
     if split not in ("train", "dev"):
         raise DataError(f"{NAME} has the splits 'train' and 'dev', not {split!r}")
     if documents is None:
         from mbert_lib.data.builtin_corpus import builtin_documents
+
         documents = builtin_documents()
     train_docs, dev_docs = split_heldout(documents, HELDOUT_FRACTION)
     dev = [s for d in dev_docs for s in d if _usable(s)]

@@ -15,6 +15,7 @@ constant tensors.
 from __future__ import annotations
 
 import dataclasses
+
 import numpy as np
 import tensorflow as tf
 
@@ -32,16 +33,18 @@ class TaskData:
     source: str
     train: EncodedExamples
     dev: EncodedExamples
-    dev_examples: list[GlueExample]   # the texts behind `dev`, in the same order
-    train_available: int              # train examples before subsampling
-    tokenizer_sha256: str             # the tokenizer that encoded them
+    dev_examples: list[GlueExample]  # the texts behind `dev`, in the same order
+    train_available: int  # train examples before subsampling
+    tokenizer_sha256: str  # the tokenizer that encoded them
 
     def notes(self) -> list[str]:
-        return [f"task {self.task.name} ({self.task.description}), source {self.source}: "
-                f"{len(self.train)} train examples (of {self.train_available}), "
-                f"{len(self.dev)} dev examples",
-                self.train.truncation_note("train examples"),
-                self.dev.truncation_note("dev examples")]
+        return [
+            f"task {self.task.name} ({self.task.description}), source {self.source}: "
+            f"{len(self.train)} train examples (of {self.train_available}), "
+            f"{len(self.dev)} dev examples",
+            self.train.truncation_note("train examples"),
+            self.dev.truncation_note("dev examples"),
+        ]
 
 
 def _subsample(n: int, limit, seed: int) -> np.ndarray:
@@ -64,11 +67,15 @@ def load_task_data(section, tokenizer) -> TaskData:
     train_examples, train = encoded("train")
     dev_examples, dev = encoded("dev")
     keep = _subsample(len(dev), section.max_eval_examples, section.data_seed)
-    return TaskData(task, source,
-                    train.subset(_subsample(len(train), section.max_train_examples,
-                                            section.data_seed)),
-                    dev.subset(keep), [dev_examples[i] for i in keep], len(train_examples),
-                    tokenizer.sha256)
+    return TaskData(
+        task,
+        source,
+        train.subset(_subsample(len(train), section.max_train_examples, section.data_seed)),
+        dev.subset(keep),
+        [dev_examples[i] for i in keep],
+        len(train_examples),
+        tokenizer.sha256,
+    )
 
 
 def train_batches(data: EncodedExamples, batch_size: int, seed: int) -> tf.data.Dataset:
@@ -80,17 +87,20 @@ def train_batches(data: EncodedExamples, batch_size: int, seed: int) -> tf.data.
     labels = tf.constant(data.labels)
 
     def gather(indices):
-        return {**{k: tf.gather(v, indices) for k, v in tables.items()},
-                "label": tf.gather(labels, indices)}
+        return {
+            **{k: tf.gather(v, indices) for k, v in tables.items()},
+            "label": tf.gather(labels, indices),
+        }
 
-    return (tf.data.Dataset.range(n)
-            .shuffle(n, seed=seed, reshuffle_each_iteration=True)
-            .batch(batch_size, drop_remainder=True)
-            .repeat()
-            .map(gather)
-            .prefetch(2))
+    return (
+        tf.data.Dataset.range(n)
+        .shuffle(n, seed=seed, reshuffle_each_iteration=True)
+        .batch(batch_size, drop_remainder=True)
+        .repeat()
+        .map(gather)
+        .prefetch(2)
+    )
 
 
 def steps_per_epoch(data: EncodedExamples, batch_size: int) -> int:
     return len(data) // batch_size
-

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
 import numpy as np
 import tensorflow as tf
@@ -12,8 +12,9 @@ from mbert_lib.finetune.tasks import Task
 from mbert_lib.models import INPUT_NAMES
 
 
-def make_predictor(model, seq_length: int, batch_size: int = 128
-                   ) -> Callable[[Mapping[str, np.ndarray]], np.ndarray]:
+def make_predictor(
+    model, seq_length: int, batch_size: int = 128
+) -> Callable[[Mapping[str, np.ndarray]], np.ndarray]:
     """predict(features) -> logits [n, C] (float32 numpy), in inference mode (no dropout).
 
     One traced function for every batch size (the last batch is smaller).
@@ -26,8 +27,10 @@ def make_predictor(model, seq_length: int, batch_size: int = 128
 
     def predict(features: Mapping[str, np.ndarray]) -> np.ndarray:
         n = len(features[INPUT_NAMES[0]])
-        parts = [logits_of({k: features[k][i:i + batch_size] for k in INPUT_NAMES}).numpy()
-                 for i in range(0, n, batch_size)]
+        parts = [
+            logits_of({k: features[k][i : i + batch_size] for k in INPUT_NAMES}).numpy()
+            for i in range(0, n, batch_size)
+        ]
         return np.concatenate(parts) if parts else np.zeros((0, 1), np.float32)
 
     return predict
@@ -51,5 +54,8 @@ def task_loss(task: Task, logits: np.ndarray, labels: np.ndarray) -> float:
 def evaluate(task: Task, predict: Callable, data: EncodedExamples) -> dict[str, float]:
     """{metric: value, "loss": ..., "examples": n} of the model behind `predict` on `data`."""
     logits = predict(data.features)
-    return {**task.score(logits, data.labels), "loss": task_loss(task, logits, data.labels),
-            "examples": float(len(data))}
+    return {
+        **task.score(logits, data.labels),
+        "loss": task_loss(task, logits, data.labels),
+        "examples": float(len(data)),
+    }

@@ -12,7 +12,6 @@ unknown keys and wrong types are errors naming the dotted key.
 from __future__ import annotations
 
 import dataclasses
-from typing import Optional
 
 from mbert_lib.config_tree import check
 from mbert_lib.experiment import (
@@ -27,13 +26,13 @@ class TaskSection:
     """The labeled data: task name, source, packing, and an optional train subsample."""
 
     name: str = "sst2"
-    source: str = "auto"                      # auto | local | hub | builtin
-    data_dir: Optional[str] = None            # local: GLUE's layout (default MBERT_DATA_DIR)
+    source: str = "auto"  # auto | local | hub | builtin
+    data_dir: str | None = None  # local: GLUE's layout (default MBERT_DATA_DIR)
     seq_length: int = 64
-    max_train_examples: Optional[int] = None  # None: all; else a random subset (data_seed)
-    max_eval_examples: Optional[int] = None   # None: the whole dev set
-    data_seed: int = 0                        # the subset; the same for every trainer.seed
-    vocab_file: Optional[str] = None          # None: vocab.txt beside model.init_checkpoint
+    max_train_examples: int | None = None  # None: all; else a random subset (data_seed)
+    max_eval_examples: int | None = None  # None: the whole dev set
+    data_seed: int = 0  # the subset; the same for every trainer.seed
+    vocab_file: str | None = None  # None: vocab.txt beside model.init_checkpoint
 
     def __post_init__(self):
         check(self.seq_length >= 4, "task.seq_length", ">= 4", self.seq_length)
@@ -46,8 +45,8 @@ class TaskSection:
 class FinetuneModelSection:
     """The encoder to start from (any model directory) and the classification head."""
 
-    init_checkpoint: Optional[str] = None     # required to run (--init_checkpoint)
-    dropout_rate: float = 0.1                 # dropout on the pooled output, before the head
+    init_checkpoint: str | None = None  # required to run (--init_checkpoint)
+    dropout_rate: float = 0.1  # dropout on the pooled output, before the head
 
     def __post_init__(self):
         check(0 <= self.dropout_rate < 1, "model.dropout_rate", "in [0, 1)", self.dropout_rate)
@@ -60,25 +59,34 @@ class FinetuneTrainerSection:
     epochs: int = 3
     batch_size: int = 32
     eval_batch_size: int = 128
-    learning_rate: float = 1e-4               # peak
-    warmup_fraction: float = 0.1              # of all steps
-    seed: int = 0                             # head initialization, dropout, example order
+    learning_rate: float = 1e-4  # peak
+    warmup_fraction: float = 0.1  # of all steps
+    seed: int = 0  # head initialization, dropout, example order
     log_interval: int = 10
     jit_compile: bool = False
     optimizer: OptimizerSection = dataclasses.field(
-        default_factory=lambda: OptimizerSection(type="adamw"))
+        default_factory=lambda: OptimizerSection(type="adamw")
+    )
 
     def __post_init__(self):
         for name in ("epochs", "batch_size", "eval_batch_size", "log_interval"):
             check(getattr(self, name) > 0, f"trainer.{name}", "> 0", getattr(self, name))
         check(self.learning_rate > 0, "trainer.learning_rate", "> 0", self.learning_rate)
-        check(0 <= self.warmup_fraction < 1, "trainer.warmup_fraction", "in [0, 1)",
-              self.warmup_fraction)
+        check(
+            0 <= self.warmup_fraction < 1,
+            "trainer.warmup_fraction",
+            "in [0, 1)",
+            self.warmup_fraction,
+        )
 
     def schedule(self, train_steps: int) -> LearningRateSection:
         """The warmup + linear decay schedule over `train_steps` steps."""
-        return LearningRateSection(peak=self.learning_rate, end=0.0, power=1.0,
-                                   warmup_steps=int(round(self.warmup_fraction * train_steps)))
+        return LearningRateSection(
+            peak=self.learning_rate,
+            end=0.0,
+            power=1.0,
+            warmup_steps=int(round(self.warmup_fraction * train_steps)),
+        )
 
 
 @dataclasses.dataclass(frozen=True)

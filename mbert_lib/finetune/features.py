@@ -16,7 +16,7 @@ the truncated examples and keeps every example's untruncated length.
 from __future__ import annotations
 
 import dataclasses
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -28,9 +28,9 @@ from mbert_lib.data.tokenizer import WordPieceTokenizer
 class EncodedExamples:
     """Model inputs, labels and what truncation did."""
 
-    features: dict[str, np.ndarray]   # the three [n, T] int32 inputs
-    labels: np.ndarray                # [n] int32 class ids, or float32 scores
-    lengths: np.ndarray               # [n] tokens with [CLS]/[SEP] before truncation
+    features: dict[str, np.ndarray]  # the three [n, T] int32 inputs
+    labels: np.ndarray  # [n] int32 class ids, or float32 scores
+    lengths: np.ndarray  # [n] tokens with [CLS]/[SEP] before truncation
     seq_length: int
 
     def __len__(self) -> int:
@@ -44,14 +44,20 @@ class EncodedExamples:
     def truncation_note(self, what: str = "examples") -> str:
         """A one-line report, e.g. "3 of 872 dev examples (0.3%) truncated to 64 tokens"."""
         n = len(self)
-        return (f"{self.truncated} of {n} {what} ({self.truncated / max(n, 1):.1%}) longer "
-                f"than seq_length {self.seq_length}, truncated (longest: "
-                f"{int(self.lengths.max()) if n else 0} tokens)")
+        return (
+            f"{self.truncated} of {n} {what} ({self.truncated / max(n, 1):.1%}) longer "
+            f"than seq_length {self.seq_length}, truncated (longest: "
+            f"{int(self.lengths.max()) if n else 0} tokens)"
+        )
 
-    def subset(self, indices) -> "EncodedExamples":
+    def subset(self, indices) -> EncodedExamples:
         indices = np.asarray(indices)
-        return EncodedExamples({k: v[indices] for k, v in self.features.items()},
-                               self.labels[indices], self.lengths[indices], self.seq_length)
+        return EncodedExamples(
+            {k: v[indices] for k, v in self.features.items()},
+            self.labels[indices],
+            self.lengths[indices],
+            self.seq_length,
+        )
 
 
 def truncate_pair(a: list[int], b: list[int], max_tokens: int) -> tuple[list[int], list[int]]:
@@ -62,8 +68,12 @@ def truncate_pair(a: list[int], b: list[int], max_tokens: int) -> tuple[list[int
     return a, b
 
 
-def encode_examples(examples: Sequence[GlueExample], tokenizer: WordPieceTokenizer,
-                    seq_length: int, regression: bool = False) -> EncodedExamples:
+def encode_examples(
+    examples: Sequence[GlueExample],
+    tokenizer: WordPieceTokenizer,
+    seq_length: int,
+    regression: bool = False,
+) -> EncodedExamples:
     """Tokenizes and packs `examples` into [n, seq_length] inputs (see the module docstring)."""
     if seq_length < 4:
         raise ValueError(f"seq_length must be >= 4 ([CLS] A [SEP] B [SEP]), got {seq_length}")
@@ -71,8 +81,8 @@ def encode_examples(examples: Sequence[GlueExample], tokenizer: WordPieceTokeniz
     ids_a = tokenizer.encode_batch([e.text_a for e in examples])
     pair = [e.text_b is not None for e in examples]
     ids_b = tokenizer.encode_batch([e.text_b for e in examples if e.text_b is not None])
-    word_ids = np.zeros((n, seq_length), np.int32)                   # [n, T]
-    type_ids = np.zeros((n, seq_length), np.int32)                   # [n, T]
+    word_ids = np.zeros((n, seq_length), np.int32)  # [n, T]
+    type_ids = np.zeros((n, seq_length), np.int32)  # [n, T]
     lengths = np.zeros(n, np.int64)
     cls, sep = tokenizer.cls_id, tokenizer.sep_id
     b_iter = iter(ids_b)
@@ -82,13 +92,15 @@ def encode_examples(examples: Sequence[GlueExample], tokenizer: WordPieceTokeniz
             lengths[i] = len(a) + len(b) + 3
             a, b = truncate_pair(a, b, seq_length - 3)
             tokens = [cls, *a, sep, *b, sep]
-            type_ids[i, len(a) + 2:len(tokens)] = 1
+            type_ids[i, len(a) + 2 : len(tokens)] = 1
         else:
             lengths[i] = len(a) + 2
-            tokens = [cls, *a[:seq_length - 2], sep]
-        word_ids[i, :len(tokens)] = tokens
-    labels = np.asarray([e.label for e in examples],
-                        np.float32 if regression else np.int32)
-    features = {"input_word_ids": word_ids, "input_mask": (word_ids != 0).astype(np.int32),
-                "input_type_ids": type_ids}
+            tokens = [cls, *a[: seq_length - 2], sep]
+        word_ids[i, : len(tokens)] = tokens
+    labels = np.asarray([e.label for e in examples], np.float32 if regression else np.int32)
+    features = {
+        "input_word_ids": word_ids,
+        "input_mask": (word_ids != 0).astype(np.int32),
+        "input_type_ids": type_ids,
+    }
     return EncodedExamples(features, labels, lengths, seq_length)

@@ -24,8 +24,10 @@ import numpy as np
 def _pair(predictions, labels) -> tuple[np.ndarray, np.ndarray]:
     predictions, labels = np.asarray(predictions), np.asarray(labels)
     if predictions.shape != labels.shape or predictions.ndim != 1:
-        raise ValueError(f"predictions and labels must be 1-D of one length, got shapes "
-                         f"{predictions.shape} and {labels.shape}")
+        raise ValueError(
+            f"predictions and labels must be 1-D of one length, got shapes "
+            f"{predictions.shape} and {labels.shape}"
+        )
     if predictions.size == 0:
         raise ValueError("no predictions to score")
     return predictions, labels
@@ -37,8 +39,12 @@ def confusion_counts(predictions, labels) -> dict[str, int]:
     bad = sorted(set(np.unique(p).tolist() + np.unique(y).tolist()) - {0, 1})
     if bad:
         raise ValueError(f"binary metrics need 0/1 predictions and labels, got values {bad}")
-    return {"tp": int(np.sum((p == 1) & (y == 1))), "tn": int(np.sum((p == 0) & (y == 0))),
-            "fp": int(np.sum((p == 1) & (y == 0))), "fn": int(np.sum((p == 0) & (y == 1)))}
+    return {
+        "tp": int(np.sum((p == 1) & (y == 1))),
+        "tn": int(np.sum((p == 0) & (y == 0))),
+        "fp": int(np.sum((p == 1) & (y == 0))),
+        "fn": int(np.sum((p == 0) & (y == 1))),
+    }
 
 
 def accuracy(predictions, labels) -> float:
@@ -77,7 +83,7 @@ def average_ranks(values) -> np.ndarray:
         end = start
         while end + 1 < len(values) and sorted_values[end + 1] == sorted_values[start]:
             end += 1
-        ranks[order[start:end + 1]] = (start + end) / 2 + 1
+        ranks[order[start : end + 1]] = (start + end) / 2 + 1
         start = end + 1
     return ranks
 
@@ -87,5 +93,10 @@ def spearman(x, y) -> float:
     return pearson(average_ranks(x), average_ranks(y))
 
 
-METRICS = {"accuracy": accuracy, "f1": f1, "mcc": matthews_corrcoef,
-           "pearson": pearson, "spearman": spearman}
+METRICS = {
+    "accuracy": accuracy,
+    "f1": f1,
+    "mcc": matthews_corrcoef,
+    "pearson": pearson,
+    "spearman": spearman,
+}

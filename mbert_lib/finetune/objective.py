@@ -31,15 +31,13 @@ class ClassificationObjective:
         return {"examples": tf.cast(tf.shape(batch["label"])[0], tf.float32)}
 
     def loss(self, batch, denominators, training=True):
-        logits = self.model({k: batch[k] for k in INPUT_NAMES},
-                            training=training)["logits"]
-        logits = tf.cast(logits, tf.float32)                                  # [B, C]
+        logits = self.model({k: batch[k] for k in INPUT_NAMES}, training=training)["logits"]
+        logits = tf.cast(logits, tf.float32)  # [B, C]
         if self.regression:
             per_example = tf.square(logits[:, 0] - tf.cast(batch["label"], tf.float32))  # [B]
             return tf.reduce_sum(per_example) / denominators["examples"], {}
-        labels = tf.cast(batch["label"], tf.int32)                            # [B]
+        labels = tf.cast(batch["label"], tf.int32)  # [B]
         per_example = tf.nn.sparse_softmax_cross_entropy_with_logits(labels, logits)
-        correct = tf.cast(tf.equal(tf.argmax(logits, -1, output_type=tf.int32), labels),
-                          tf.float32)
+        correct = tf.cast(tf.equal(tf.argmax(logits, -1, output_type=tf.int32), labels), tf.float32)
         n = denominators["examples"]
         return tf.reduce_sum(per_example) / n, {"accuracy": tf.reduce_sum(correct) / n}

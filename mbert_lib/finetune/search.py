@@ -14,7 +14,8 @@ import itertools
 import math
 import os
 import re
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -49,9 +50,16 @@ def mean_std(values: Sequence[float]) -> tuple[float, float]:
     return float(values.mean()), float(values.std(ddof=1)) if len(values) > 1 else math.nan
 
 
-def run_grid(experiment, root: str | os.PathLike, grid: Mapping[str, Sequence[Any]],
-             seeds: Sequence[int], *, run: Callable = run_finetuning,
-             show_progress: bool = False, log: Callable[[str], None] = print) -> list[dict]:
+def run_grid(
+    experiment,
+    root: str | os.PathLike,
+    grid: Mapping[str, Sequence[Any]],
+    seeds: Sequence[int],
+    *,
+    run: Callable = run_finetuning,
+    show_progress: bool = False,
+    log: Callable[[str], None] = print,
+) -> list[dict]:
     """Fine-tunes every (grid point, seed); one record per run (finished runs are reused).
 
     `run(experiment, model_dir, data=, show_progress=, log=)` is run_finetuning.
@@ -63,14 +71,24 @@ def run_grid(experiment, root: str | os.PathLike, grid: Mapping[str, Sequence[An
             directory = os.path.join(os.fspath(root), run_name(point, seed))
             log(f"grid: {run_name(point, seed)}")
             point_experiment = apply_overrides(experiment, overrides)
-            done = run(point_experiment, directory,
-                       data=cached_task_data(point_experiment, loaded),
-                       show_progress=show_progress, log=log)
-            records.append({"point": {k: _value(point_experiment, k) for k in point},
-                            "seed": seed, "model_dir": directory,
-                            "metric": done["metric"], "dev": done["eval"],
-                            "best_epoch": done["best_epoch"],
-                            "train_seconds": done["seconds"]["train"]})
+            done = run(
+                point_experiment,
+                directory,
+                data=cached_task_data(point_experiment, loaded),
+                show_progress=show_progress,
+                log=log,
+            )
+            records.append(
+                {
+                    "point": {k: _value(point_experiment, k) for k in point},
+                    "seed": seed,
+                    "model_dir": directory,
+                    "metric": done["metric"],
+                    "dev": done["eval"],
+                    "best_epoch": done["best_epoch"],
+                    "train_seconds": done["seconds"]["train"],
+                }
+            )
     return records
 
 
@@ -83,8 +101,16 @@ def summarize(records: Sequence[Mapping[str, Any]]) -> list[dict]:
     for group in groups.values():
         metric = group[0]["metric"]
         mean, std = mean_std([r["dev"][metric] for r in group])
-        rows.append({**group[0]["point"], "metric": metric, "mean": mean, "std": std,
-                     "seeds": len(group), "values": [r["dev"][metric] for r in group],
-                     "best_epochs": [r["best_epoch"] for r in group],
-                     "train_seconds": float(np.mean([r["train_seconds"] for r in group]))})
+        rows.append(
+            {
+                **group[0]["point"],
+                "metric": metric,
+                "mean": mean,
+                "std": std,
+                "seeds": len(group),
+                "values": [r["dev"][metric] for r in group],
+                "best_epochs": [r["best_epoch"] for r in group],
+                "train_seconds": float(np.mean([r["train_seconds"] for r in group])),
+            }
+        )
     return sorted(rows, key=lambda row: -row["mean"])

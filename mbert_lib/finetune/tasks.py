@@ -16,7 +16,7 @@ the builtin task, else "local" when a data directory is known, else "hub".
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Optional
+from collections.abc import Callable
 
 import numpy as np
 
@@ -35,11 +35,11 @@ class Task:
 
     name: str
     description: str
-    label_names: tuple[str, ...]       # () for regression
-    metrics: tuple[str, ...]           # metrics[0] selects the best checkpoint
+    label_names: tuple[str, ...]  # () for regression
+    metrics: tuple[str, ...]  # metrics[0] selects the best checkpoint
     sentence_pair: bool
     sources: tuple[str, ...]
-    load: Callable[[str, str, Optional[str]], list[GlueExample]]   # (split, source, data_dir)
+    load: Callable[[str, str, str | None], list[GlueExample]]  # (split, source, data_dir)
 
     @property
     def num_classes(self) -> int:
@@ -54,7 +54,7 @@ class Task:
     def main_metric(self) -> str:
         return self.metrics[0]
 
-    def resolve_source(self, source: str, data_dir: Optional[str] = None) -> str:
+    def resolve_source(self, source: str, data_dir: str | None = None) -> str:
         """The concrete source for `source` ("auto" resolved); DataError if unsupported."""
         if source not in SOURCES:
             raise DataError(f"unknown task source {source!r}; expected one of {SOURCES}")
@@ -63,15 +63,20 @@ class Task:
                 return "builtin"
             return "local" if resolve_data_dir(data_dir) is not None else "hub"
         if source not in self.sources:
-            hint = (f"; without GLUE data, fine-tune on the offline task "
-                    f"'{builtin_task.NAME}' (--task {builtin_task.NAME})"
-                    if source == "builtin" else "")
-            raise DataError(f"task {self.name!r} has no source {source!r}; it reads "
-                            f"{list(self.sources)}{hint}")
+            hint = (
+                f"; without GLUE data, fine-tune on the offline task "
+                f"'{builtin_task.NAME}' (--task {builtin_task.NAME})"
+                if source == "builtin"
+                else ""
+            )
+            raise DataError(
+                f"task {self.name!r} has no source {source!r}; it reads {list(self.sources)}{hint}"
+            )
         return source
 
-    def examples(self, split: str, source: str = "auto",
-                 data_dir: Optional[str] = None) -> list[GlueExample]:
+    def examples(
+        self, split: str, source: str = "auto", data_dir: str | None = None
+    ) -> list[GlueExample]:
         return self.load(split, self.resolve_source(source, data_dir), data_dir)
 
     def predictions(self, logits: np.ndarray) -> np.ndarray:
@@ -85,10 +90,12 @@ class Task:
         return {name: METRICS[name](predictions, labels) for name in self.metrics}
 
 
-def _glue(name: str, description: str, labels: tuple[str, ...], metrics: tuple[str, ...],
-          pair: bool) -> Task:
+def _glue(
+    name: str, description: str, labels: tuple[str, ...], metrics: tuple[str, ...], pair: bool
+) -> Task:
     def load(split, source, data_dir):
         return load_glue(name, split, source, data_dir)
+
     return Task(name, description, labels, metrics, pair, ("local", "hub"), load)
 
 
@@ -97,21 +104,43 @@ def _builtin_load(split, source, data_dir):
 
 
 TASKS: dict[str, Task] = {
-    "sst2": _glue("sst2", "GLUE SST-2: movie-review sentence sentiment",
-                  ("negative", "positive"), ("accuracy",), False),
-    "cola": _glue("cola", "GLUE CoLA: grammatical acceptability",
-                  ("unacceptable", "acceptable"), ("mcc",), False),
-    "mrpc": _glue("mrpc", "GLUE MRPC: is sentence B a paraphrase of A",
-                  ("not_paraphrase", "paraphrase"), ("f1", "accuracy"), True),
-    "rte": _glue("rte", "GLUE RTE: does A entail B",
-                 ("entailment", "not_entailment"), ("accuracy",), True),
-    "stsb": _glue("stsb", "GLUE STS-B: similarity of A and B, 0-5",
-                  (), ("spearman", "pearson"), True),
+    "sst2": _glue(
+        "sst2",
+        "GLUE SST-2: movie-review sentence sentiment",
+        ("negative", "positive"),
+        ("accuracy",),
+        False,
+    ),
+    "cola": _glue(
+        "cola",
+        "GLUE CoLA: grammatical acceptability",
+        ("unacceptable", "acceptable"),
+        ("mcc",),
+        False,
+    ),
+    "mrpc": _glue(
+        "mrpc",
+        "GLUE MRPC: is sentence B a paraphrase of A",
+        ("not_paraphrase", "paraphrase"),
+        ("f1", "accuracy"),
+        True,
+    ),
+    "rte": _glue(
+        "rte", "GLUE RTE: does A entail B", ("entailment", "not_entailment"), ("accuracy",), True
+    ),
+    "stsb": _glue(
+        "stsb", "GLUE STS-B: similarity of A and B, 0-5", (), ("spearman", "pearson"), True
+    ),
     builtin_task.NAME: Task(
         builtin_task.NAME,
         "OFFLINE stand-in, not GLUE: is this stdlib docstring sentence original or are its "
-        "words shuffled", builtin_task.LABEL_NAMES, ("accuracy",), False, ("builtin",),
-        _builtin_load),
+        "words shuffled",
+        builtin_task.LABEL_NAMES,
+        ("accuracy",),
+        False,
+        ("builtin",),
+        _builtin_load,
+    ),
 }
 
 
@@ -131,5 +160,7 @@ def check_labels(task: Task, labels: np.ndarray, what: str) -> None:
         return
     bad = sorted(set(np.unique(labels).tolist()) - set(range(task.num_classes)))
     if bad:
-        raise DataError(f"{what}: labels {bad} are outside task {task.name!r}'s classes "
-                        f"0..{task.num_classes - 1} ({', '.join(task.label_names)})")
+        raise DataError(
+            f"{what}: labels {bad} are outside task {task.name!r}'s classes "
+            f"0..{task.num_classes - 1} ({', '.join(task.label_names)})"
+        )

@@ -26,7 +26,7 @@ import json
 import os
 import shutil
 import time
-from typing import Callable, Optional
+from collections.abc import Callable
 
 import tensorflow as tf
 import tf_keras
@@ -49,6 +49,7 @@ from mbert_lib.finetune.objective import ClassificationObjective
 from mbert_lib.finetune.tasks import get_task
 from mbert_lib.models import build_classifier, count_params
 from mbert_lib.optim import create_optimizer
+from mbert_lib.run_lock import run_lock
 from mbert_lib.train.checkpointing import RunCheckpoint, read_done, write_done
 from mbert_lib.train.loop import make_train_step, run_loop
 from mbert_lib.train.progress import Scalars
@@ -58,7 +59,7 @@ from mbert_lib.train.run_record import (
     trained_setting,
 )
 from mbert_lib.train.strategy import create_strategy, precision_policy
-from mbert_lib.run_lock import run_lock
+
 
 def model_tokenizer(experiment: FinetuneExperiment, config):
     """The tokenizer of the run: task.vocab_file, else the one beside model.init_checkpoint."""
@@ -67,7 +68,8 @@ def model_tokenizer(experiment: FinetuneExperiment, config):
     if os.path.isdir(vocab) and not os.path.exists(os.path.join(vocab, "vocab.txt")):
         raise FileNotFoundError(
             f"{vocab} has no vocab.txt: the model's tokenizer is needed to encode the task "
-            "(set task.vocab_file to the vocab.txt the model was pre-trained with)")
+            "(set task.vocab_file to the vocab.txt the model was pre-trained with)"
+        )
     tokenizer = load_tokenizer(vocab)
     check_model_compatibility(config, tokenizer=tokenizer)
     return tokenizer
@@ -86,9 +88,13 @@ def cached_task_data(experiment: FinetuneExperiment, cache: dict) -> TaskData:
     return cache[key]
 
 
-def run_finetuning(experiment: FinetuneExperiment, model_dir: str | os.PathLike,
-                   data: Optional[TaskData] = None, show_progress: bool = True,
-                   log: Callable[[str], None] = print) -> dict:
+def run_finetuning(
+    experiment: FinetuneExperiment,
+    model_dir: str | os.PathLike,
+    data: TaskData | None = None,
+    show_progress: bool = True,
+    log: Callable[[str], None] = print,
+) -> dict:
     """Fine-tunes (or resumes, or skips a finished run); returns the done record.
 
     `data`: the experiment's task data, already loaded with the model's
@@ -97,71 +103,120 @@ def run_finetuning(experiment: FinetuneExperiment, model_dir: str | os.PathLike,
     model_dir = os.fspath(model_dir)
     init, trainer = experiment.model.init_checkpoint, experiment.trainer
     if not init:
-        raise ValueError("model.init_checkpoint is not set: pass --init_checkpoint, the "
-                         "model directory of a pre-trained (or distilled) model")
-    get_task(experiment.task.name).resolve_source(experiment.task.source,
-                                                  experiment.task.data_dir)  # fail early
+        raise ValueError(
+            "model.init_checkpoint is not set: pass --init_checkpoint, the "
+            "model directory of a pre-trained (or distilled) model"
+        )
+    get_task(experiment.task.name).resolve_source(
+        experiment.task.source, experiment.task.data_dir
+    )  # fail early
     done = read_done(model_dir)
-    check_same_run(experiment, model_dir, finished=done is not None, fixed=trained_setting,
-                   log=log)
+    check_same_run(experiment, model_dir, finished=done is not None, fixed=trained_setting, log=log)
     if done is not None:
-        log(f"already done: {model_dir} finished fine-tuning ({done['metric']} "
-            f"{done['eval'][done['metric']]:.4f}); nothing to do")
+        log(
+            f"already done: {model_dir} finished fine-tuning ({done['metric']} "
+            f"{done['eval'][done['metric']]:.4f}); nothing to do"
+        )
         return done
-    strategy = create_strategy(experiment.runtime.distribution_strategy,
-                               experiment.runtime.devices, experiment.runtime.tpu_address)
+    strategy = create_strategy(
+        experiment.runtime.distribution_strategy,
+        experiment.runtime.devices,
+        experiment.runtime.tpu_address,
+    )
     config = load_config(init)
     if experiment.task.seq_length > config.max_position_embeddings:
-        raise ValueError(f"task.seq_length ({experiment.task.seq_length}) exceeds the model's "
-                         f"max_position_embeddings ({config.max_position_embeddings})")
+        raise ValueError(
+            f"task.seq_length ({experiment.task.seq_length}) exceeds the model's "
+            f"max_position_embeddings ({config.max_position_embeddings})"
+        )
     tokenizer = model_tokenizer(experiment, config)
     if data is None:
         data = load_task_data(experiment.task, tokenizer)
     elif data.tokenizer_sha256 != tokenizer.sha256:
-        raise ValueError(f"the task data given was encoded with another tokenizer than "
-                         f"{experiment.model.init_checkpoint}'s")
+        raise ValueError(
+            f"the task data given was encoded with another tokenizer than "
+            f"{experiment.model.init_checkpoint}'s"
+        )
     for note in data.notes():
         log(note)
     per_epoch = steps_per_epoch(data.train, trainer.batch_size)
     if per_epoch < 1:
-        raise ValueError(f"{len(data.train)} training examples are fewer than one batch of "
-                         f"{trainer.batch_size}")
+        raise ValueError(
+            f"{len(data.train)} training examples are fewer than one batch of {trainer.batch_size}"
+        )
     if trainer.batch_size % strategy.num_replicas_in_sync:
-        raise ValueError(f"trainer.batch_size ({trainer.batch_size}) must be a multiple of the "
-                         f"number of replicas ({strategy.num_replicas_in_sync})")
+        raise ValueError(
+            f"trainer.batch_size ({trainer.batch_size}) must be a multiple of the "
+            f"number of replicas ({strategy.num_replicas_in_sync})"
+        )
     train_steps = trainer.epochs * per_epoch
     with run_lock(model_dir, "--model_dir"):
         record_experiment(experiment, model_dir)
-        return _train(experiment, model_dir, data, tokenizer, strategy, config, train_steps,
-                      per_epoch, show_progress, log)
+        return _train(
+            experiment,
+            model_dir,
+            data,
+            tokenizer,
+            strategy,
+            config,
+            train_steps,
+            per_epoch,
+            show_progress,
+            log,
+        )
 
 
-def _train(experiment: FinetuneExperiment, model_dir: str, data: TaskData, tokenizer, strategy,
-           config, train_steps: int, per_epoch: int, show_progress: bool, log) -> dict:
+def _train(
+    experiment: FinetuneExperiment,
+    model_dir: str,
+    data: TaskData,
+    tokenizer,
+    strategy,
+    config,
+    train_steps: int,
+    per_epoch: int,
+    show_progress: bool,
+    log,
+) -> dict:
     """Trains and evaluates every epoch, exports the best one; returns the done record."""
     init, trainer, task = experiment.model.init_checkpoint, experiment.trainer, data.task
     tf_keras.utils.set_random_seed(trainer.seed)
 
     with precision_policy(experiment.runtime.mixed_precision), strategy.scope():
         encoder = load_encoder(init, config)
-        model = build_classifier(config, task.num_classes, experiment.model.dropout_rate,
-                                 encoder=encoder)
-        optimizer = create_optimizer(trainer.optimizer, trainer.schedule(train_steps),
-                                     train_steps)
+        model = build_classifier(
+            config, task.num_classes, experiment.model.dropout_rate, encoder=encoder
+        )
+        optimizer = create_optimizer(trainer.optimizer, trainer.schedule(train_steps), train_steps)
         optimizer.build(model.trainable_variables)
-        step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step",
-                           aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+        step = tf.Variable(
+            0,
+            dtype=tf.int64,
+            trainable=False,
+            name="global_step",
+            aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA,
+        )
     iterator = iter(train_batches(data.train, trainer.batch_size, trainer.seed))
-    checkpoint = RunCheckpoint(os.path.join(model_dir, "checkpoints"), 1, model=model,
-                               optimizer=optimizer, step=step, train_iterator=iterator)
+    checkpoint = RunCheckpoint(
+        os.path.join(model_dir, "checkpoints"),
+        1,
+        model=model,
+        optimizer=optimizer,
+        step=step,
+        train_iterator=iterator,
+    )
     restored = checkpoint.restore_latest(log)
-    log(f"resumed from {restored} at step {int(step)}" if restored
+    log(
+        f"resumed from {restored} at step {int(step)}"
+        if restored
         else f"fine-tuning {init} -> {model_dir}: {trainer.epochs} epochs x {per_epoch} "
-             f"steps of {trainer.batch_size}")
+        f"steps of {trainer.batch_size}"
+    )
 
     def save_classifier(directory: str) -> None:
-        save_model_dir(model, directory, overwrite=True,
-                       save_tokenizer=lambda d: save_tokenizer(tokenizer, d))
+        save_model_dir(
+            model, directory, overwrite=True, save_tokenizer=lambda d: save_tokenizer(tokenizer, d)
+        )
 
     keeper = BestKeeper(model_dir, task.main_metric, save_classifier)
     predict = make_predictor(model, experiment.task.seq_length, trainer.eval_batch_size)
@@ -171,42 +226,72 @@ def _train(experiment: FinetuneExperiment, model_dir: str, data: TaskData, token
         start = time.perf_counter()
         metrics = evaluate(task, predict, data.dev)
         current = int(step)
-        keeper.record(current, metrics, epoch=current // per_epoch,
-                      train_seconds=round(start - clock[0], 3),
-                      eval_seconds=round(time.perf_counter() - start, 3))
+        keeper.record(
+            current,
+            metrics,
+            epoch=current // per_epoch,
+            train_seconds=round(start - clock[0], 3),
+            eval_seconds=round(time.perf_counter() - start, 3),
+        )
         clock[0] = time.perf_counter()
         return metrics
 
     if restored and int(step) % per_epoch == 0 and not keeper.evaluated(int(step)):
         evaluate_epoch()  # killed between an epoch's checkpoint and its evaluation
-    run_loop(train_step=make_train_step(strategy, ClassificationObjective(
-                 model, task.is_regression), optimizer, model.trainable_variables,
-                 trainer.jit_compile),
-             iterator=iterator, step=step, train_steps=train_steps, checkpoint=checkpoint,
-             checkpoint_interval=per_epoch,
-             tokens_per_step=trainer.batch_size * experiment.task.seq_length,
-             scalars=Scalars(os.path.join(model_dir, "tensorboard")),
-             log_interval=trainer.log_interval, evaluate=evaluate_epoch,
-             eval_interval=per_epoch, desc=f"finetune {task.name}",
-             show_progress=show_progress, log=log)
+    run_loop(
+        train_step=make_train_step(
+            strategy,
+            ClassificationObjective(model, task.is_regression),
+            optimizer,
+            model.trainable_variables,
+            trainer.jit_compile,
+        ),
+        iterator=iterator,
+        step=step,
+        train_steps=train_steps,
+        checkpoint=checkpoint,
+        checkpoint_interval=per_epoch,
+        tokens_per_step=trainer.batch_size * experiment.task.seq_length,
+        scalars=Scalars(os.path.join(model_dir, "tensorboard")),
+        log_interval=trainer.log_interval,
+        evaluate=evaluate_epoch,
+        eval_interval=per_epoch,
+        desc=f"finetune {task.name}",
+        show_progress=show_progress,
+        log=log,
+    )
 
     best = keeper.best
     read_checkpoint(tf.train.Checkpoint(model=model), os.path.join(keeper.best_dir, "model.ckpt"))
     write_model_files(model, model_dir, save_tokenizer=lambda d: save_tokenizer(tokenizer, d))
     train_seconds = sum(h["train_seconds"] for h in keeper.history)
     write_done(
-        model_dir, train_steps, eval=best["metrics"], task=task.name, source=data.source,
-        metric=task.main_metric, best_step=best["step"], best_epoch=best["epoch"],
-        history=keeper.history, init_checkpoint=os.path.abspath(init),
+        model_dir,
+        train_steps,
+        eval=best["metrics"],
+        task=task.name,
+        source=data.source,
+        metric=task.main_metric,
+        best_step=best["step"],
+        best_epoch=best["epoch"],
+        history=keeper.history,
+        init_checkpoint=os.path.abspath(init),
         params={"encoder": count_params(model.encoder), "classifier": count_params(model)},
-        train_examples=len(data.train), train_available=data.train_available,
-        dev_examples=len(data.dev), seq_length=experiment.task.seq_length,
+        train_examples=len(data.train),
+        train_available=data.train_available,
+        dev_examples=len(data.dev),
+        seq_length=experiment.task.seq_length,
         truncated={"train": data.train.truncated, "dev": data.dev.truncated},
-        seconds={"train": round(train_seconds, 1),
-                 "eval": round(sum(h["eval_seconds"] for h in keeper.history), 1)},
-        train_examples_per_second=round(train_steps * trainer.batch_size / train_seconds, 1))
+        seconds={
+            "train": round(train_seconds, 1),
+            "eval": round(sum(h["eval_seconds"] for h in keeper.history), 1),
+        },
+        train_examples_per_second=round(train_steps * trainer.batch_size / train_seconds, 1),
+    )
     for leftover in ("checkpoints", BEST_DIR):
         shutil.rmtree(os.path.join(model_dir, leftover), ignore_errors=True)
-    log(f"best dev {task.main_metric} {best['metrics'][task.main_metric]:.4f} after epoch "
-        f"{best['epoch']}; exported the classifier to {model_dir}")
+    log(
+        f"best dev {task.main_metric} {best['metrics'][task.main_metric]:.4f} after epoch "
+        f"{best['epoch']}; exported the classifier to {model_dir}"
+    )
     return read_done(model_dir)

@@ -10,8 +10,20 @@ from mbert_lib.layers.nonorm import NoNorm, make_norm
 from mbert_lib.layers.transformer import MobileBertTransformer, block_kwargs
 
 __all__ = [
-    "HeadMerge", "HeadProjection", "MultiHeadAttention", "Dense", "Dropout", "LayerNorm",
-    "MobileBertEmbedding", "trigram_concat", "FeedForward", "ClassificationHead",
-    "MaskedLMHead", "NextSentenceHead", "NoNorm", "make_norm", "MobileBertTransformer",
+    "HeadMerge",
+    "HeadProjection",
+    "MultiHeadAttention",
+    "Dense",
+    "Dropout",
+    "LayerNorm",
+    "MobileBertEmbedding",
+    "trigram_concat",
+    "FeedForward",
+    "ClassificationHead",
+    "MaskedLMHead",
+    "NextSentenceHead",
+    "NoNorm",
+    "make_norm",
+    "MobileBertTransformer",
     "block_kwargs",
 ]

@@ -42,8 +42,7 @@ def _heads_first(x):
 class HeadProjection(tf_keras.layers.Layer):
     """x [B, T, D] -> x W + b, [B, T, N, d], with W: [D, N, d], b: [N, d]."""
 
-    def __init__(self, num_heads: int, head_size: int, initializer_range: float = 0.02,
-                 **kwargs):
+    def __init__(self, num_heads: int, head_size: int, initializer_range: float = 0.02, **kwargs):
         super().__init__(**kwargs)
         self.num_heads = num_heads
         self.head_size = head_size
@@ -52,7 +51,8 @@ class HeadProjection(tf_keras.layers.Layer):
     def build(self, input_shape):
         shape = [int(input_shape[-1]), self.num_heads, self.head_size]
         self.kernel = self.add_weight(
-            "kernel", shape=shape, initializer=truncated_normal(self.initializer_range))
+            "kernel", shape=shape, initializer=truncated_normal(self.initializer_range)
+        )
         self.bias = self.add_weight("bias", shape=shape[1:], initializer="zeros")
         super().build(input_shape)
 
@@ -60,8 +60,12 @@ class HeadProjection(tf_keras.layers.Layer):
         return tf.einsum("BTD,DNd->BTNd", x, self.kernel) + self.bias
 
     def get_config(self):
-        return {**super().get_config(), "num_heads": self.num_heads,
-                "head_size": self.head_size, "initializer_range": self.initializer_range}
+        return {
+            **super().get_config(),
+            "num_heads": self.num_heads,
+            "head_size": self.head_size,
+            "initializer_range": self.initializer_range,
+        }
 
 
 @tf_keras.utils.register_keras_serializable(package="mbert_lib")
@@ -76,7 +80,8 @@ class HeadMerge(tf_keras.layers.Layer):
     def build(self, input_shape):
         shape = [int(input_shape[-2]), int(input_shape[-1]), self.output_size]
         self.kernel = self.add_weight(
-            "kernel", shape=shape, initializer=truncated_normal(self.initializer_range))
+            "kernel", shape=shape, initializer=truncated_normal(self.initializer_range)
+        )
         self.bias = self.add_weight("bias", shape=[self.output_size], initializer="zeros")
         super().build(input_shape)
 
@@ -84,8 +89,11 @@ class HeadMerge(tf_keras.layers.Layer):
         return tf.einsum("BTNd,NdO->BTO", x, self.kernel) + self.bias
 
     def get_config(self):
-        return {**super().get_config(), "output_size": self.output_size,
-                "initializer_range": self.initializer_range}
+        return {
+            **super().get_config(),
+            "output_size": self.output_size,
+            "initializer_range": self.initializer_range,
+        }
 
 
 @tf_keras.utils.register_keras_serializable(package="mbert_lib")
@@ -97,8 +105,15 @@ class MultiHeadAttention(tf_keras.layers.Layer):
     attention dropout.
     """
 
-    def __init__(self, num_heads: int, head_size: int, output_size: int,
-                 dropout_rate: float = 0.0, initializer_range: float = 0.02, **kwargs):
+    def __init__(
+        self,
+        num_heads: int,
+        head_size: int,
+        output_size: int,
+        dropout_rate: float = 0.0,
+        initializer_range: float = 0.02,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         self.num_heads = num_heads
         self.head_size = head_size
@@ -116,23 +131,28 @@ class MultiHeadAttention(tf_keras.layers.Layer):
         # 1/sqrt(d) scales Q, [B, T, N, d], rather than the T/d times larger
         # scores Q Kᵀ; heads are moved ahead of tokens so that both products
         # are plain batched matmuls (faster to train than einsum here).
-        q = self.query(query)                                      # [B, T, N, d]
+        q = self.query(query)  # [B, T, N, d]
         q = _heads_first(q * tf.cast(1.0 / math.sqrt(self.head_size), q.dtype))  # [B, N, T, d]
-        k = _heads_first(self.key(key))                            # [B, N, S, d]
-        v = _heads_first(self.value(value))                        # [B, N, S, d]
-        scores = tf.matmul(q, k, transpose_b=True)                 # Q Kᵀ / sqrt(d), [B, N, T, S]
+        k = _heads_first(self.key(key))  # [B, N, S, d]
+        v = _heads_first(self.value(value))  # [B, N, S, d]
+        scores = tf.matmul(q, k, transpose_b=True)  # Q Kᵀ / sqrt(d), [B, N, T, S]
         if attention_mask is not None:
             # [B, 1, 1, S] by reshape: TFLite has no builtin for a new-axis slice of a
             # tensor whose shape is only known at run time (a resizable model).
-            keep = tf.reshape(tf.cast(attention_mask, scores.dtype),
-                              [tf.shape(attention_mask)[0], 1, 1, -1])
+            keep = tf.reshape(
+                tf.cast(attention_mask, scores.dtype), [tf.shape(attention_mask)[0], 1, 1, -1]
+            )
             scores += (1.0 - keep) * _large_negative(scores.dtype)  # M
-        probs = tf.nn.softmax(scores, axis=-1)                     # A, [B, N, T, S]
+        probs = tf.nn.softmax(scores, axis=-1)  # A, [B, N, T, S]
         context = tf.matmul(self.dropout(probs, training=training), v)  # [B, N, T, d]
         return self.attention_output(_heads_first(context)), probs  # [B, T, O]
 
     def get_config(self):
-        return {**super().get_config(), "num_heads": self.num_heads,
-                "head_size": self.head_size, "output_size": self.output_size,
-                "dropout_rate": self.dropout_rate,
-                "initializer_range": self.initializer_range}
+        return {
+            **super().get_config(),
+            "num_heads": self.num_heads,
+            "head_size": self.head_size,
+            "output_size": self.output_size,
+            "dropout_rate": self.dropout_rate,
+            "initializer_range": self.initializer_range,
+        }

@@ -27,11 +27,13 @@ def trigram_concat(x):
     # tf.slice, not x[:, 1:]: the gradient of Slice is a Pad, far cheaper here
     # than StridedSliceGrad (a few % of a distillation step).
     x = tf.convert_to_tensor(x)
-    shorter = (x.shape[1] if x.shape[1] is not None else tf.shape(x)[1]) - 1   # T - 1
-    next_tokens = tf.pad(tf.slice(x, [0, 1, 0], [-1, shorter, -1]),
-                         [[0, 0], [0, 1], [0, 0]])               # e_{t+1}, 0 at t = T-1
-    prev_tokens = tf.pad(tf.slice(x, [0, 0, 0], [-1, shorter, -1]),
-                         [[0, 0], [1, 0], [0, 0]])               # e_{t-1}, 0 at t = 0
+    shorter = (x.shape[1] if x.shape[1] is not None else tf.shape(x)[1]) - 1  # T - 1
+    next_tokens = tf.pad(
+        tf.slice(x, [0, 1, 0], [-1, shorter, -1]), [[0, 0], [0, 1], [0, 0]]
+    )  # e_{t+1}, 0 at t = T-1
+    prev_tokens = tf.pad(
+        tf.slice(x, [0, 0, 0], [-1, shorter, -1]), [[0, 0], [1, 0], [0, 0]]
+    )  # e_{t-1}, 0 at t = 0
     out = tf.concat([next_tokens, x, prev_tokens], axis=-1)
     out.set_shape(x.shape[:-1].concatenate([None if x.shape[-1] is None else 3 * x.shape[-1]]))
     return out
@@ -44,14 +46,17 @@ def check_seq_length(input_word_ids, max_position_embeddings: int):
     on a run-time assertion, so use them: the position lookup must not run first.
     """
     static_length = input_word_ids.shape[1]
-    message = (f"input_word_ids has {{}} tokens per sequence, more than "
-               f"max_position_embeddings = {max_position_embeddings}; truncate the input")
+    message = (
+        f"input_word_ids has {{}} tokens per sequence, more than "
+        f"max_position_embeddings = {max_position_embeddings}; truncate the input"
+    )
     if static_length is not None:
         if static_length > max_position_embeddings:
             raise ValueError(message.format(static_length))
         return input_word_ids
     check = tf.debugging.assert_less_equal(
-        tf.shape(input_word_ids)[1], max_position_embeddings,
+        tf.shape(input_word_ids)[1],
+        max_position_embeddings,
         message=message.format("too many"),
     )
     with tf.control_dependencies([check]):
@@ -91,19 +96,33 @@ class MobileBertEmbedding(tf_keras.layers.Layer):
 
         std = initializer_range
         self.word_embeddings = tf_keras.layers.Embedding(
-            vocab_size, embedding_size, embeddings_initializer=truncated_normal(std),
-            name="word_embeddings")
+            vocab_size,
+            embedding_size,
+            embeddings_initializer=truncated_normal(std),
+            name="word_embeddings",
+        )
         self.needs_projection = trigram_input or embedding_size != hidden_size
         self.embedding_transformation = (
-            Dense(hidden_size, kernel_initializer=truncated_normal(std),
-                  name="embedding_transformation")
-            if self.needs_projection else None)
+            Dense(
+                hidden_size,
+                kernel_initializer=truncated_normal(std),
+                name="embedding_transformation",
+            )
+            if self.needs_projection
+            else None
+        )
         self.position_embeddings = tf_keras.layers.Embedding(
-            max_position_embeddings, hidden_size, embeddings_initializer=truncated_normal(std),
-            name="position_embeddings")
+            max_position_embeddings,
+            hidden_size,
+            embeddings_initializer=truncated_normal(std),
+            name="position_embeddings",
+        )
         self.token_type_embeddings = tf_keras.layers.Embedding(
-            type_vocab_size, hidden_size, embeddings_initializer=truncated_normal(std),
-            name="token_type_embeddings")
+            type_vocab_size,
+            hidden_size,
+            embeddings_initializer=truncated_normal(std),
+            name="token_type_embeddings",
+        )
         self.norm = make_norm(normalization_type, name="norm")
         self.dropout = Dropout(dropout_rate)
 
@@ -115,15 +134,15 @@ class MobileBertEmbedding(tf_keras.layers.Layer):
     def call(self, input_word_ids, input_type_ids, training=None):
         input_word_ids = check_seq_length(input_word_ids, self.max_position_embeddings)
         seq_length = tf.shape(input_word_ids)[1]
-        x = self.word_embeddings(input_word_ids)                # [B, T, E]
+        x = self.word_embeddings(input_word_ids)  # [B, T, E]
         if self.trigram_input:
-            x = trigram_concat(x)                               # [B, T, 3E]
+            x = trigram_concat(x)  # [B, T, 3E]
         if self.needs_projection:
-            x = self.embedding_transformation(x)                # [B, T, H]
+            x = self.embedding_transformation(x)  # [B, T, H]
         positions = self.position_embeddings(tf.range(seq_length))  # [T, H]
         x = x + positions[tf.newaxis] + self.token_type_embeddings(input_type_ids)
         x = self.norm(x)
-        return self.dropout(x, training=training)               # [B, T, H]
+        return self.dropout(x, training=training)  # [B, T, H]
 
     def get_config(self):
         return {

@@ -32,10 +32,19 @@ from mbert_lib.layers.nonorm import make_norm
 
 # The block's constructor arguments: MobileBertConfig fields of the same names.
 BLOCK_FIELDS = (
-    "hidden_size", "intra_bottleneck_size", "intermediate_size", "num_attention_heads",
-    "hidden_act", "normalization_type", "hidden_dropout_prob",
-    "attention_probs_dropout_prob", "use_bottleneck", "use_bottleneck_attention",
-    "key_query_shared_bottleneck", "num_feedforward_networks", "initializer_range",
+    "hidden_size",
+    "intra_bottleneck_size",
+    "intermediate_size",
+    "num_attention_heads",
+    "hidden_act",
+    "normalization_type",
+    "hidden_dropout_prob",
+    "attention_probs_dropout_prob",
+    "use_bottleneck",
+    "use_bottleneck_attention",
+    "key_query_shared_bottleneck",
+    "num_feedforward_networks",
+    "initializer_range",
 )
 
 
@@ -80,12 +89,13 @@ class MobileBertTransformer(tf_keras.layers.Layer):
 
         width = intra_bottleneck_size if use_bottleneck else hidden_size  # h, or H for BERT
         if width % num_attention_heads:
-            raise ValueError(f"attention width {width} is not divisible by "
-                             f"num_attention_heads = {num_attention_heads}")
+            raise ValueError(
+                f"attention width {width} is not divisible by "
+                f"num_attention_heads = {num_attention_heads}"
+            )
 
         def dense(units, name):
-            return Dense(
-                units, kernel_initializer=truncated_normal(initializer_range), name=name)
+            return Dense(units, kernel_initializer=truncated_normal(initializer_range), name=name)
 
         if use_bottleneck:
             self.bottleneck_input = dense(width, "bottleneck_input")
@@ -93,28 +103,36 @@ class MobileBertTransformer(tf_keras.layers.Layer):
         if key_query_shared_bottleneck:
             self.bottleneck_attention = dense(width, "bottleneck_attention")
             self.bottleneck_attention_norm = make_norm(
-                normalization_type, "bottleneck_attention_norm")
+                normalization_type, "bottleneck_attention_norm"
+            )
         self.attention = MultiHeadAttention(
-            num_attention_heads, width // num_attention_heads, output_size=width,
-            dropout_rate=attention_probs_dropout_prob, initializer_range=initializer_range,
-            name="attention")
-        self.attention_dropout = Dropout(
-            0.0 if use_bottleneck else hidden_dropout_prob)
+            num_attention_heads,
+            width // num_attention_heads,
+            output_size=width,
+            dropout_rate=attention_probs_dropout_prob,
+            initializer_range=initializer_range,
+            name="attention",
+        )
+        self.attention_dropout = Dropout(0.0 if use_bottleneck else hidden_dropout_prob)
         self.attention_norm = make_norm(normalization_type, "attention_norm")
         self.ffns = [
             FeedForward(
-                intermediate_size, hidden_act, normalization_type,
+                intermediate_size,
+                hidden_act,
+                normalization_type,
                 # Only the last FFN of a plain BERT layer has dropout.
                 dropout_rate=hidden_dropout_prob
-                if (not use_bottleneck and k == num_feedforward_networks - 1) else 0.0,
-                initializer_range=initializer_range, name=f"ffn_{k}")
+                if (not use_bottleneck and k == num_feedforward_networks - 1)
+                else 0.0,
+                initializer_range=initializer_range,
+                name=f"ffn_{k}",
+            )
             for k in range(num_feedforward_networks)
         ]
         if use_bottleneck:
             self.bottleneck_output = dense(hidden_size, "bottleneck_output")
             self.bottleneck_output_dropout = Dropout(hidden_dropout_prob)
-            self.bottleneck_output_norm = make_norm(
-                normalization_type, "bottleneck_output_norm")
+            self.bottleneck_output_norm = make_norm(normalization_type, "bottleneck_output_norm")
 
     def call(self, x, attention_mask=None, training=None, query_positions=None):
         """query_positions [B, P] (optional): compute the block's output only at
@@ -122,36 +140,37 @@ class MobileBertTransformer(tf_keras.layers.Layer):
         values still cover all T tokens, so each output row equals the full
         block's row at that position; a model's last block needs no more when
         its heads read only some positions."""
-        def at_queries(t):                                              # [B, T, D] -> [B, P, D]
-            return t if query_positions is None else tf.gather(
-                t, query_positions, batch_dims=1)
 
-        def bottleneck(t):                                # [B, *, H] -> [B, *, h] (BERT: t)
+        def at_queries(t):  # [B, T, D] -> [B, P, D]
+            return t if query_positions is None else tf.gather(t, query_positions, batch_dims=1)
+
+        def bottleneck(t):  # [B, *, H] -> [B, *, h] (BERT: t)
             if not self.use_bottleneck:
                 return t
             return self.bottleneck_input_norm(self.bottleneck_input(t))
 
-        x_q = at_queries(x)                                                   # [B, P, H]
+        x_q = at_queries(x)  # [B, P, H]
         if self.use_bottleneck_attention:
-            a_all = bottleneck(x)                                             # [B, T, h]
-            a = at_queries(a_all)                                             # [B, P, h]
+            a_all = bottleneck(x)  # [B, T, h]
+            a = at_queries(a_all)  # [B, P, h]
             q, k, v = a, a_all, a_all
         else:
-            a = bottleneck(x_q)                                               # [B, P, h]
+            a = bottleneck(x_q)  # [B, P, h]
             if self.key_query_shared_bottleneck:
                 k = self.bottleneck_attention_norm(self.bottleneck_attention(x))  # [B, T, h]
-                q, v = at_queries(k), x                                       # [B, P, h], [B, T, H]
+                q, v = at_queries(k), x  # [B, P, h], [B, T, H]
             else:
                 q, k, v = x_q, x, x
         attended, probs = self.attention(q, k, v, attention_mask, training=training)
         u = self.attention_norm(
-            self.attention_dropout(attended, training=training) + a)         # [B, P, h]
+            self.attention_dropout(attended, training=training) + a
+        )  # [B, P, h]
         for ffn in self.ffns:
-            u = ffn(u, training=training)                                     # [B, P, h]
+            u = ffn(u, training=training)  # [B, P, h]
         if not self.use_bottleneck:
             return u, probs
         y = self.bottleneck_output_dropout(self.bottleneck_output(u), training=training)
-        return self.bottleneck_output_norm(y + x_q), probs                    # [B, P, H]
+        return self.bottleneck_output_norm(y + x_q), probs  # [B, P, H]
 
     def get_config(self):
         return {**super().get_config(), **{f: getattr(self, f) for f in BLOCK_FIELDS}}

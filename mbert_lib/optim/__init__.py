@@ -9,5 +9,11 @@ from mbert_lib.optim.groups import GroupedOptimizer
 from mbert_lib.optim.lamb import DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY, Lamb, variable_name
 from mbert_lib.optim.schedules import WarmupPolynomialDecay
 
-__all__ = ["DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY", "GroupedOptimizer", "Lamb", "WarmupPolynomialDecay",
-           "create_optimizer", "variable_name"]
+__all__ = [
+    "DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY",
+    "GroupedOptimizer",
+    "Lamb",
+    "WarmupPolynomialDecay",
+    "create_optimizer",
+    "variable_name",
+]

@@ -17,14 +17,22 @@ def create_optimizer(optimizer, learning_rate, train_steps: int) -> Lamb:
         peak_learning_rate=learning_rate.peak,
         decay_steps=learning_rate.decay_steps or train_steps,
         warmup_steps=learning_rate.warmup_steps,
-        end_learning_rate=learning_rate.end, power=learning_rate.power)
+        end_learning_rate=learning_rate.end,
+        power=learning_rate.power,
+    )
     if optimizer.type not in ("lamb", "adamw"):
-        raise ValueError(f"trainer.optimizer.type must be 'lamb' or 'adamw', "
-                         f"got {optimizer.type!r}")
+        raise ValueError(
+            f"trainer.optimizer.type must be 'lamb' or 'adamw', got {optimizer.type!r}"
+        )
     return Lamb(
-        learning_rate=schedule, weight_decay_rate=optimizer.weight_decay_rate,
-        beta_1=optimizer.beta_1, beta_2=optimizer.beta_2, epsilon=optimizer.epsilon,
+        learning_rate=schedule,
+        weight_decay_rate=optimizer.weight_decay_rate,
+        beta_1=optimizer.beta_1,
+        beta_2=optimizer.beta_2,
+        epsilon=optimizer.epsilon,
         exclude_from_weight_decay=optimizer.exclude_from_weight_decay,
         exclude_from_layer_adaptation=None if optimizer.type == "lamb" else (".*",),
-        bias_correction=optimizer.bias_correction, global_clipnorm=optimizer.global_clipnorm,
-        name="Lamb" if optimizer.type == "lamb" else "AdamW")
+        bias_correction=optimizer.bias_correction,
+        global_clipnorm=optimizer.global_clipnorm,
+        name="Lamb" if optimizer.type == "lamb" else "AdamW",
+    )

@@ -14,7 +14,7 @@ not clip again (create them with `global_clipnorm=None`).
 
 from __future__ import annotations
 
-from typing import Iterable, Optional, Sequence
+from collections.abc import Iterable, Sequence
 
 import tensorflow as tf
 
@@ -28,30 +28,38 @@ class GroupedOptimizer(tf.Module):
     group's. Checkpoint it like an optimizer: it tracks its optimizers.
     """
 
-    def __init__(self, optimizers: Sequence, global_clipnorm: Optional[float] = None,
-                 name: str = "grouped_optimizer"):
+    def __init__(
+        self,
+        optimizers: Sequence,
+        global_clipnorm: float | None = None,
+        name: str = "grouped_optimizer",
+    ):
         super().__init__(name=name)
         if not optimizers:
             raise ValueError("GroupedOptimizer needs at least one optimizer")
         for opt in optimizers:
             if getattr(opt, "global_clipnorm", None) or getattr(opt, "clipnorm", None):
-                raise ValueError(f"optimizer {opt.name} clips its gradients itself; create it "
-                                 "with global_clipnorm=None (the group clips them together)")
+                raise ValueError(
+                    f"optimizer {opt.name} clips its gradients itself; create it "
+                    "with global_clipnorm=None (the group clips them together)"
+                )
         self.optimizers = list(optimizers)
         self.global_clipnorm = global_clipnorm
-        object.__setattr__(self, "_group_of", None)   # {variable ref: group index}, untracked
+        object.__setattr__(self, "_group_of", None)  # {variable ref: group index}, untracked
 
     def build(self, variable_lists: Sequence[Sequence[tf.Variable]]) -> None:
         """Creates each optimizer's slots for its variables; a variable may be in one group only."""
         if len(variable_lists) != len(self.optimizers):
-            raise ValueError(f"got {len(variable_lists)} variable lists for "
-                             f"{len(self.optimizers)} optimizers")
+            raise ValueError(
+                f"got {len(variable_lists)} variable lists for {len(self.optimizers)} optimizers"
+            )
         group_of = {}
         for index, (optimizer, variables) in enumerate(zip(self.optimizers, variable_lists)):
             for v in variables:
                 if v.ref() in group_of:
-                    raise ValueError(f"variable {v.name} is in groups {group_of[v.ref()]} "
-                                     f"and {index}")
+                    raise ValueError(
+                        f"variable {v.name} is in groups {group_of[v.ref()]} and {index}"
+                    )
                 group_of[v.ref()] = index
             optimizer.build(list(variables))
         object.__setattr__(self, "_group_of", group_of)
@@ -66,8 +74,9 @@ class GroupedOptimizer(tf.Module):
 
     def apply_gradients(self, grads_and_vars: Iterable, skip_gradients_aggregation: bool = False):
         if self._group_of is None:
-            raise ValueError("call GroupedOptimizer.build(variable_lists) before applying "
-                             "gradients")
+            raise ValueError(
+                "call GroupedOptimizer.build(variable_lists) before applying gradients"
+            )
         pairs = list(grads_and_vars)
         grads = [g for g, _ in pairs]
         if self.global_clipnorm:
@@ -79,5 +88,6 @@ class GroupedOptimizer(tf.Module):
             per_group[self._group_of[v.ref()]].append((g, v))
         for optimizer, group in zip(self.optimizers, per_group):
             if group:
-                optimizer.apply_gradients(group,
-                                          skip_gradients_aggregation=skip_gradients_aggregation)
+                optimizer.apply_gradients(
+                    group, skip_gradients_aggregation=skip_gradients_aggregation
+                )

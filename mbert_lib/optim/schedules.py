@@ -25,19 +25,29 @@ import tf_keras
 class WarmupPolynomialDecay(tf_keras.optimizers.schedules.LearningRateSchedule):
     """η(step): linear warmup over `warmup_steps`, polynomial decay over `decay_steps`."""
 
-    def __init__(self, peak_learning_rate: float, decay_steps: int, warmup_steps: int = 0,
-                 end_learning_rate: float = 0.0, power: float = 1.0, name: str | None = None):
+    def __init__(
+        self,
+        peak_learning_rate: float,
+        decay_steps: int,
+        warmup_steps: int = 0,
+        end_learning_rate: float = 0.0,
+        power: float = 1.0,
+        name: str | None = None,
+    ):
         super().__init__()
         if not peak_learning_rate > 0:
             raise ValueError(f"peak_learning_rate must be > 0, got {peak_learning_rate}")
         if not 0 <= end_learning_rate <= peak_learning_rate:
-            raise ValueError(f"end_learning_rate must be in [0, peak_learning_rate = "
-                             f"{peak_learning_rate}], got {end_learning_rate}")
+            raise ValueError(
+                f"end_learning_rate must be in [0, peak_learning_rate = "
+                f"{peak_learning_rate}], got {end_learning_rate}"
+            )
         if decay_steps < 1:
             raise ValueError(f"decay_steps must be >= 1, got {decay_steps}")
         if not 0 <= warmup_steps <= decay_steps:
-            raise ValueError(f"warmup_steps must be in [0, decay_steps = {decay_steps}], "
-                             f"got {warmup_steps}")
+            raise ValueError(
+                f"warmup_steps must be in [0, decay_steps = {decay_steps}], got {warmup_steps}"
+            )
         if not power > 0:
             raise ValueError(f"power must be > 0, got {power}")
         self.peak_learning_rate = float(peak_learning_rate)
@@ -59,7 +69,11 @@ class WarmupPolynomialDecay(tf_keras.optimizers.schedules.LearningRateSchedule):
             return tf.where(step < float(self.warmup_steps), warmup, decayed)
 
     def get_config(self):
-        return {"peak_learning_rate": self.peak_learning_rate,
-                "decay_steps": self.decay_steps, "warmup_steps": self.warmup_steps,
-                "end_learning_rate": self.end_learning_rate, "power": self.power,
-                "name": self.name}
+        return {
+            "peak_learning_rate": self.peak_learning_rate,
+            "decay_steps": self.decay_steps,
+            "warmup_steps": self.warmup_steps,
+            "end_learning_rate": self.end_learning_rate,
+            "power": self.power,
+            "name": self.name,
+        }

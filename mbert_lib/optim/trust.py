@@ -17,7 +17,7 @@ Per variable, with η_t the learning rate of the next update:
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -27,16 +27,18 @@ import tf_keras
 from mbert_lib.optim.lamb import Lamb, variable_name
 
 
-def lamb_step_report(optimizer: Lamb, grads: Sequence[tf.Tensor],
-                     variables: Sequence[tf.Variable]) -> pd.DataFrame:
+def lamb_step_report(
+    optimizer: Lamb, grads: Sequence[tf.Tensor], variables: Sequence[tf.Variable]
+) -> pd.DataFrame:
     """One row per variable: variable, size, weight_norm, update_norm, trust_ratio,
     decayed, adapted, learning_rate, step_norm, relative_step.
 
     The optimizer must be built for `variables` (`optimizer.build(variables)`).
     """
     if not isinstance(optimizer, Lamb):
-        raise ValueError(f"lamb_step_report needs a mbert_lib.optim.Lamb, got "
-                         f"{type(optimizer).__name__}")
+        raise ValueError(
+            f"lamb_step_report needs a mbert_lib.optim.Lamb, got {type(optimizer).__name__}"
+        )
     variables = list(variables)
     if len(grads) != len(variables):
         raise ValueError(f"got {len(grads)} gradients for {len(variables)} variables")
@@ -52,13 +54,20 @@ def lamb_step_report(optimizer: Lamb, grads: Sequence[tf.Tensor],
         update_norm = float(tf.norm(update))
         ratio = float(ratio)
         step_norm = lr * ratio * update_norm
-        rows.append({
-            "variable": variable_name(variable), "size": int(np.prod(variable.shape)),
-            "weight_norm": weight_norm, "update_norm": update_norm, "trust_ratio": ratio,
-            "decayed": optimizer.uses_weight_decay(variable),
-            "adapted": optimizer.uses_layer_adaptation(variable),
-            "learning_rate": lr, "step_norm": step_norm,
-            "relative_step": step_norm / weight_norm if weight_norm > 0 else float("nan")})
+        rows.append(
+            {
+                "variable": variable_name(variable),
+                "size": int(np.prod(variable.shape)),
+                "weight_norm": weight_norm,
+                "update_norm": update_norm,
+                "trust_ratio": ratio,
+                "decayed": optimizer.uses_weight_decay(variable),
+                "adapted": optimizer.uses_layer_adaptation(variable),
+                "learning_rate": lr,
+                "step_norm": step_norm,
+                "relative_step": step_norm / weight_norm if weight_norm > 0 else float("nan"),
+            }
+        )
     return pd.DataFrame(rows)
 
 

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Optional, Sequence
 
 from mbert_lib.pipeline import bundle, core
 from mbert_lib.pipeline.core import (
@@ -36,14 +36,24 @@ from mbert_lib.pipeline.registry import PRESETS, STEPS, get_pipeline_preset
 from mbert_lib.runtime import REPO_ROOT, fast_mode
 
 
-def make_context(preset: str = "laptop", out_dir: Optional[str] = None,
-                 data_dir: Optional[str] = None, log=print, show_progress: bool = True
-                 ) -> Context:
+def make_context(
+    preset: str = "laptop",
+    out_dir: str | None = None,
+    data_dir: str | None = None,
+    log=print,
+    show_progress: bool = True,
+) -> Context:
     """A Context for `preset`, writing under out_dir (default runs/<preset>)."""
     settings = get_pipeline_preset(preset)
     out = Path(out_dir) if out_dir else core.DEFAULT_OUT / preset
-    return Context(out_dir=out, settings=settings, data_dir=data_dir_or_env(data_dir), log=log,
-                   show_progress=show_progress, preset=preset)
+    return Context(
+        out_dir=out,
+        settings=settings,
+        data_dir=data_dir_or_env(data_dir),
+        log=log,
+        show_progress=show_progress,
+        preset=preset,
+    )
 
 
 def repo_relative_print(message: str) -> None:
@@ -76,12 +86,25 @@ def ensure(names: Sequence[str], ctx: Context) -> dict:
     if ctx.bundle is not None:
         try:
             bundle.install(ctx.bundle, ctx)
-        except bundle.BundleError as e:          # e.g. other data: train instead, and say why
+        except bundle.BundleError as e:  # e.g. other data: train instead, and say why
             ctx.log(f"not using the bundle: {e}")
             ctx.bundle = None
     run_steps(STEPS, ctx, only=names)
     return {name: ctx.result(name) for name in names}
 
 
-__all__ = ["Context", "DiskFullError", "PipelineError", "PRESETS", "STEPS", "Step", "ensure",
-           "fast_run_dir", "make_context", "notebook_context", "run_steps", "summary_table"]
+__all__ = [
+    "DEFAULT_OUT",
+    "Context",
+    "DiskFullError",
+    "PipelineError",
+    "PRESETS",
+    "STEPS",
+    "Step",
+    "ensure",
+    "fast_run_dir",
+    "make_context",
+    "notebook_context",
+    "run_steps",
+    "summary_table",
+]

@@ -38,27 +38,33 @@ import shutil
 import tarfile
 import tempfile
 import time
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Callable, Iterable, Optional, Sequence
 
 import numpy as np
 
 from mbert_lib import atomic
 from mbert_lib.data.provenance import sha256_file
-from mbert_lib.pipeline.core import (STALE_MARK, Context, PipelineError, read_record, run_steps,
-                                     step_fingerprints)
+from mbert_lib.pipeline.core import (
+    STALE_MARK,
+    Context,
+    PipelineError,
+    read_record,
+    run_steps,
+    step_fingerprints,
+)
 from mbert_lib.pipeline.registry import STEPS
-from mbert_lib.runtime import REPO_ROOT, shown_path
 from mbert_lib.run_lock import LOCK_FILE
+from mbert_lib.runtime import REPO_ROOT, shown_path
 
 BUNDLE_STEPS = ("teacher", "pkt", "ablation_pd_fmt", "transfer")
 DEFAULT_BUNDLE = REPO_ROOT / "bundles" / "laptop.tar.xz"
 MAX_BYTES = 25_000_000
 FORMAT = 1
 MANIFEST = "bundle.json"
-RUN_DIR_TOKEN = "@RUN_DIR@"          # the run directory in text files, replaced on install
+RUN_DIR_TOKEN = "@RUN_DIR@"  # the run directory in text files, replaced on install
 TEXT_SUFFIXES = (".json", ".yaml", ".txt")
-WEIGHTS_MARK = ".data-"              # tf.train checkpoint shards: shuffled for xz
+WEIGHTS_MARK = ".data-"  # tf.train checkpoint shards: shuffled for xz
 DATA_FILES = ("tokenizer/vocab.txt", "examples/train.tfrecord", "examples/eval.tfrecord")
 
 
@@ -91,54 +97,77 @@ def unshuffle_bytes(data: bytes, length: int, width: int = 4) -> bytes:
 
 
 # --------------------------------------------------------------------------- write
-def write_bundle(ctx: Context, out: str | os.PathLike = DEFAULT_BUNDLE,
-                 steps: Sequence[str] = BUNDLE_STEPS, max_bytes: int = MAX_BYTES,
-                 log: Callable[[str], None] = print) -> dict:
+def write_bundle(
+    ctx: Context,
+    out: str | os.PathLike = DEFAULT_BUNDLE,
+    steps: Sequence[str] = BUNDLE_STEPS,
+    max_bytes: int = MAX_BYTES,
+    log: Callable[[str], None] = print,
+) -> dict:
     """Packs ctx's finished `steps` into `out` (xz tar) and `<out>.sha256`; returns the
     manifest. Refuses unfinished or stale steps, and a result over max_bytes."""
     prints = step_fingerprints(STEPS, ctx)
     data_record = read_record(ctx.step_dir("data"))
     if data_record is None or data_record.get("fingerprint") != prints["data"]:
-        raise BundleError(f"{ctx.step_dir('data')}: the data step has not finished with the "
-                          "current settings; run the pipeline first")
+        raise BundleError(
+            f"{ctx.step_dir('data')}: the data step has not finished with the "
+            "current settings; run the pipeline first"
+        )
     for name in steps:
         record = read_record(ctx.step_dir(name))
         if record is None:
-            raise BundleError(f"step {name!r} has not finished in {ctx.out_dir}; run "
-                              f"`python -m mbert_lib reproduce --steps {name}` first")
+            raise BundleError(
+                f"step {name!r} has not finished in {ctx.out_dir}; run "
+                f"`python -m mbert_lib reproduce --steps {name}` first"
+            )
         if record.get("fingerprint") != prints[name]:
-            raise BundleError(f"step {name!r} in {ctx.out_dir} ran with other settings than "
-                              "the current code's (its fingerprint differs); run it again first")
+            raise BundleError(
+                f"step {name!r} in {ctx.out_dir} ran with other settings than "
+                "the current code's (its fingerprint differs); run it again first"
+            )
     run_dir = str(ctx.out_dir.resolve())
     with tempfile.TemporaryDirectory(prefix="mbert_bundle_") as staging:
         staging = Path(staging)
         for name in steps:
             log(f"bundle: {name}")
             _stage_step(ctx.step_dir(name), staging / name, run_dir)
-        files = {path.relative_to(staging).as_posix(): _file_entry(path)
-                 for path in sorted(staging.rglob("*")) if path.is_file()}
+        files = {
+            path.relative_to(staging).as_posix(): _file_entry(path)
+            for path in sorted(staging.rglob("*"))
+            if path.is_file()
+        }
         manifest = {
-            "format": FORMAT, "made": time.strftime("%Y-%m-%d %H:%M:%S"),
+            "format": FORMAT,
+            "made": time.strftime("%Y-%m-%d %H:%M:%S"),
             "steps": {name: prints[name] for name in steps},
-            "data": {"fingerprint": prints["data"], "source": data_record["result"]["source"],
-                     "sha256": {f: sha256_file(ctx.step_dir("data") / f) for f in DATA_FILES}},
+            "data": {
+                "fingerprint": prints["data"],
+                "source": data_record["result"]["source"],
+                "sha256": {f: sha256_file(ctx.step_dir("data") / f) for f in DATA_FILES},
+            },
             "files": files,
         }
         with atomic.atomic_path(out) as tmp:
-            with lzma.open(tmp, "wb", format=lzma.FORMAT_XZ, filters=_xz_filters(files)) as xz, \
-                    tarfile.open(fileobj=xz, mode="w|", format=tarfile.PAX_FORMAT) as tar:
+            with (
+                lzma.open(tmp, "wb", format=lzma.FORMAT_XZ, filters=_xz_filters(files)) as xz,
+                tarfile.open(fileobj=xz, mode="w|", format=tarfile.PAX_FORMAT) as tar,
+            ):
                 _add_bytes(tar, MANIFEST, json.dumps(manifest, indent=1).encode())
                 for relative, entry in files.items():
                     data = (staging / relative).read_bytes()
                     _add_bytes(tar, relative, shuffle_bytes(data) if entry["shuffled"] else data)
             size = os.path.getsize(tmp)
             if size > max_bytes:
-                raise BundleError(f"the bundle would be {size / 1e6:.1f} MB, over the "
-                                  f"{max_bytes / 1e6:.0f} MB limit; bundle fewer steps")
+                raise BundleError(
+                    f"the bundle would be {size / 1e6:.1f} MB, over the "
+                    f"{max_bytes / 1e6:.0f} MB limit; bundle fewer steps"
+                )
             digest = sha256_file(tmp)
     atomic.write_text(sidecar(out), f"{digest}  {Path(out).name}\n")
-    log(f"bundle: {out} ({size / 1e6:.1f} MB, sha256 {digest[:16]}...), "
-        f"{len(files)} files of {', '.join(steps)}")
+    log(
+        f"bundle: {out} ({size / 1e6:.1f} MB, sha256 {digest[:16]}...), "
+        f"{len(files)} files of {', '.join(steps)}"
+    )
     return manifest
 
 
@@ -146,8 +175,13 @@ def _xz_filters(files: dict) -> list[dict]:
     """LZMA2 with a dictionary as large as the whole tar, so a tensor repeated in a later
     snapshot is found however far back it first appeared."""
     total = sum(entry["bytes"] for entry in files.values()) + (1 << 20)
-    return [{"id": lzma.FILTER_LZMA2, "preset": 9 | lzma.PRESET_EXTREME,
-             "dict_size": min(total, 1 << 30)}]
+    return [
+        {
+            "id": lzma.FILTER_LZMA2,
+            "preset": 9 | lzma.PRESET_EXTREME,
+            "dict_size": min(total, 1 << 30),
+        }
+    ]
 
 
 def _stage_step(source: Path, target: Path, run_dir: str) -> None:
@@ -155,8 +189,7 @@ def _stage_step(source: Path, target: Path, run_dir: str) -> None:
     distillation = (source / "stages").is_dir()
     for path in sorted(source.rglob("*")):
         relative = path.relative_to(source)
-        if not path.is_file() or path.name == LOCK_FILE or _is_resume_state(relative,
-                                                                             distillation):
+        if not path.is_file() or path.name == LOCK_FILE or _is_resume_state(relative, distillation):
             continue
         destination = target / relative
         destination.parent.mkdir(parents=True, exist_ok=True)
@@ -174,8 +207,11 @@ def _is_resume_state(relative: Path, distillation: bool) -> bool:
     parts = relative.parts
     if parts[0] == "checkpoints":
         return True
-    return distillation and parts[0] == "stages" and (
-        parts[1] == "init" or (len(parts) > 2 and parts[2] == "checkpoints"))
+    return (
+        distillation
+        and parts[0] == "stages"
+        and (parts[1] == "init" or (len(parts) > 2 and parts[2] == "checkpoints"))
+    )
 
 
 def _stage_snapshots(source: Path, target: Path) -> None:
@@ -192,19 +228,30 @@ def _stage_snapshots(source: Path, target: Path) -> None:
     for stage in [None, *stages]:
         path = stage_checkpoint(source, stage)
         if path is None:
-            raise BundleError(f"{source}: a finished run without the checkpoint of stage "
-                              f"{'init' if stage is None else stage.name}")
-        relative = Path(os.path.relpath(init_dir(source) if stage is None else os.path.join(
-            stage_dir(source, stage), "checkpoints"), source))
+            raise BundleError(
+                f"{source}: a finished run without the checkpoint of stage "
+                f"{'init' if stage is None else stage.name}"
+            )
+        relative = Path(
+            os.path.relpath(
+                init_dir(source)
+                if stage is None
+                else os.path.join(stage_dir(source, stage), "checkpoints"),
+                source,
+            )
+        )
         student = build_pretrainer(config)
-        read_checkpoint(tf.train.Checkpoint(model=student), path,
-                        partial=True)             # the optimizer's slots are left behind
+        read_checkpoint(
+            tf.train.Checkpoint(model=student), path, partial=True
+        )  # the optimizer's slots are left behind
         prefix = target / relative / os.path.basename(path)
         prefix.parent.mkdir(parents=True, exist_ok=True)
         written = tf.train.Checkpoint(model=student).write(str(prefix))
         (prefix.parent / "checkpoint").write_text(
             f'model_checkpoint_path: "{prefix.name}"\n'
-            f'all_model_checkpoint_paths: "{prefix.name}"\n', encoding="utf-8")
+            f'all_model_checkpoint_paths: "{prefix.name}"\n',
+            encoding="utf-8",
+        )
         _check_same_weights(path, written)
 
 
@@ -214,20 +261,28 @@ def _check_same_weights(original: str, rewritten: str) -> None:
     import tensorflow as tf
 
     before, after = tf.train.load_checkpoint(original), tf.train.load_checkpoint(rewritten)
-    model_keys = {k for k in before.get_variable_to_shape_map()
-                  if k.startswith("model/") and ".OPTIMIZER_SLOT" not in k}
+    model_keys = {
+        k
+        for k in before.get_variable_to_shape_map()
+        if k.startswith("model/") and ".OPTIMIZER_SLOT" not in k
+    }
     kept = {k for k in after.get_variable_to_shape_map() if k.startswith("model/")}
     if kept != model_keys:
-        raise BundleError(f"{original}: the model-only copy has other tensors "
-                          f"({sorted(kept ^ model_keys)[:3]} ...)")
+        raise BundleError(
+            f"{original}: the model-only copy has other tensors "
+            f"({sorted(kept ^ model_keys)[:3]} ...)"
+        )
     for key in model_keys:
         if not np.array_equal(before.get_tensor(key), after.get_tensor(key)):
             raise BundleError(f"{original}: {key} changed in the model-only copy")
 
 
 def _file_entry(path: Path) -> dict:
-    return {"sha256": sha256_file(path), "bytes": path.stat().st_size,
-            "shuffled": WEIGHTS_MARK in path.name}
+    return {
+        "sha256": sha256_file(path),
+        "bytes": path.stat().st_size,
+        "shuffled": WEIGHTS_MARK in path.name,
+    }
 
 
 def _add_bytes(tar: tarfile.TarFile, name: str, data: bytes) -> None:
@@ -257,13 +312,16 @@ def verify(bundle: str | os.PathLike) -> str:
     expected = check.read_text(encoding="utf-8").split()[0]
     actual = sha256_file(bundle)
     if actual != expected:
-        raise BundleError(f"{bundle} is damaged or not the bundle {check.name} names "
-                          f"(sha256 {actual[:16]}..., expected {expected[:16]}...)")
+        raise BundleError(
+            f"{bundle} is damaged or not the bundle {check.name} names "
+            f"(sha256 {actual[:16]}..., expected {expected[:16]}...)"
+        )
     return actual
 
 
-def install(bundle: str | os.PathLike, ctx: Context,
-            steps: Optional[Iterable[str]] = None) -> Installed:
+def install(
+    bundle: str | os.PathLike, ctx: Context, steps: Iterable[str] | None = None
+) -> Installed:
     """Puts the bundle's steps (or those of `steps` it holds) into ctx.out_dir.
 
     Checks the bundle's sha256, then each file's; runs the data step if it has
@@ -276,14 +334,18 @@ def install(bundle: str | os.PathLike, ctx: Context,
     verify(bundle)
     manifest = read_manifest(bundle)
     if manifest.get("format") != FORMAT:
-        raise BundleError(f"{bundle}: bundle format {manifest.get('format')}, this code reads "
-                          f"format {FORMAT}; write the bundle again")
+        raise BundleError(
+            f"{bundle}: bundle format {manifest.get('format')}, this code reads "
+            f"format {FORMAT}; write the bundle again"
+        )
     prints = step_fingerprints(STEPS, ctx)
     asked = [name for name in manifest["steps"] if steps is None or name in steps]
     wanted = [name for name in asked if manifest["steps"][name] == prints.get(name)]
     for name in sorted(set(asked) - set(wanted)):
-        ctx.log(f"{shown_path(bundle)}: its {name} step was made with other settings than the "
-                "current code's: not installed (write the bundle again from a fresh run)")
+        ctx.log(
+            f"{shown_path(bundle)}: its {name} step was made with other settings than the "
+            "current code's: not installed (write the bundle again from a fresh run)"
+        )
     done = tuple(n for n in wanted if _is_done(ctx, n, prints))
     todo = [n for n in wanted if n not in done]
     if not todo:
@@ -316,14 +378,17 @@ def _check_data(bundle, manifest: dict, ctx: Context, prints: dict) -> None:
     models were trained on."""
     data = manifest["data"]
     if data["fingerprint"] != prints["data"]:
-        raise BundleError(f"{bundle}: made with other data settings than the current code's; "
-                          "write the bundle again")
+        raise BundleError(
+            f"{bundle}: made with other data settings than the current code's; "
+            "write the bundle again"
+        )
     source = "local" if ctx.data_dir else "builtin"
     if data["source"] != source:
-        raise BundleError(f"{bundle}: its models were trained on {data['source']} data, this "
-                          f"run reads {source} data"
-                          + (" (set MBERT_DATA_DIR, e.g. ../shared/data)" if not ctx.data_dir
-                             else ""))
+        raise BundleError(
+            f"{bundle}: its models were trained on {data['source']} data, this "
+            f"run reads {source} data"
+            + (" (set MBERT_DATA_DIR, e.g. ../shared/data)" if not ctx.data_dir else "")
+        )
     if not _is_done(ctx, "data", prints):
         run_steps(STEPS, ctx, only=["data"])
     for name, expected in data["sha256"].items():
@@ -333,7 +398,8 @@ def _check_data(bundle, manifest: dict, ctx: Context, prints: dict) -> None:
                 f"{bundle}: its models were trained on other data than this run's "
                 f"({ctx.step_dir('data') / name} differs; the bundle was made from "
                 f"{data['source']} data, this run reads {source}). Set MBERT_DATA_DIR to the "
-                "data the bundle was made from, or train without the bundle.")
+                "data the bundle was made from, or train without the bundle."
+            )
 
 
 def _extract(bundle, manifest: dict, staging: Path, run_dir: str, steps: Sequence[str]) -> None:
@@ -345,8 +411,12 @@ def _extract(bundle, manifest: dict, staging: Path, run_dir: str, steps: Sequenc
             if member.name == MANIFEST or member.name.split("/")[0] not in steps:
                 continue
             entry = files.get(member.name)
-            if entry is None or not member.isfile() or ".." in Path(member.name).parts \
-                    or Path(member.name).is_absolute():
+            if (
+                entry is None
+                or not member.isfile()
+                or ".." in Path(member.name).parts
+                or Path(member.name).is_absolute()
+            ):
                 raise BundleError(f"{bundle}: {member.name} is not in its manifest")
             data = tar.extractfile(member).read()
             if entry["shuffled"]:
@@ -361,5 +431,6 @@ def _extract(bundle, manifest: dict, staging: Path, run_dir: str, steps: Sequenc
             seen.add(member.name)
     missing = [f for f in files if f.split("/")[0] in steps and f not in seen]
     if missing:
-        raise BundleError(f"{bundle}: {len(missing)} files of its manifest are missing "
-                          f"(e.g. {missing[0]})")
+        raise BundleError(
+            f"{bundle}: {len(missing)} files of its manifest are missing (e.g. {missing[0]})"
+        )

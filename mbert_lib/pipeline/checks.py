@@ -16,7 +16,7 @@ from mbert_lib.step_records import PipelineError
 # OSError numbers of a full disk or an exhausted quota.
 _DISK_FULL_ERRNOS = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)}
 # How TensorFlow's file system reports ENOSPC (tf.errors.ResourceExhaustedError text).
-_DISK_FULL_TEXT = os.strerror(errno.ENOSPC)          # "No space left on device"
+_DISK_FULL_TEXT = os.strerror(errno.ENOSPC)  # "No space left on device"
 
 
 def expected_layout() -> str:
@@ -24,8 +24,11 @@ def expected_layout() -> str:
     them: WikiText-2 text (any split, any layout) and GLUE SST-2 train.tsv + dev.tsv."""
     from mbert_lib.data import glue, wikitext
 
-    wiki = [str(p) for split in wikitext.SPLITS
-            for p in wikitext.local_candidates(Path("."), "wikitext-2", split)]
+    wiki = [
+        str(p)
+        for split in wikitext.SPLITS
+        for p in wikitext.local_candidates(Path("."), "wikitext-2", split)
+    ]
     sst2 = [f"{{glue/SST-2 or SST-2}}/{glue.SPLIT_FILES[s]}" for s in ("train", "dev")]
     return f"WikiText-2 text (one of {', '.join(wiki)}) and GLUE SST-2 ({' and '.join(sst2)})"
 
@@ -39,13 +42,20 @@ def check_data_dir(path: str | os.PathLike) -> str:
 
     directory = Path(path)
     if not directory.is_dir():
-        raise PipelineError(f"data directory {directory} does not exist or is not a directory; "
-                            f"expected a directory holding {expected_layout()}")
+        raise PipelineError(
+            f"data directory {directory} does not exist or is not a directory; "
+            f"expected a directory holding {expected_layout()}"
+        )
     if not os.access(directory, os.R_OK | os.X_OK):
-        raise PipelineError(f"data directory {directory} is not readable (permission denied); "
-                            f"expected a readable directory holding {expected_layout()}")
-    wiki = [p for split in wikitext.SPLITS
-            for p in wikitext.local_candidates(directory, "wikitext-2", split)]
+        raise PipelineError(
+            f"data directory {directory} is not readable (permission denied); "
+            f"expected a readable directory holding {expected_layout()}"
+        )
+    wiki = [
+        p
+        for split in wikitext.SPLITS
+        for p in wikitext.local_candidates(directory, "wikitext-2", split)
+    ]
     missing = []
     if not any(p.is_file() for p in wiki):
         missing.append("WikiText-2: none of " + ", ".join(map(str, wiki)))
@@ -53,15 +63,23 @@ def check_data_dir(path: str | os.PathLike) -> str:
     sst2 = next((d for d in sst2_dirs if d.is_dir()), None)
     needed = [glue.SPLIT_FILES[s] for s in ("train", "dev")]
     if sst2 is None or not all((sst2 / f).is_file() for f in needed):
-        missing.append("GLUE SST-2: " + " or ".join(
-            f"{d}/{{{','.join(needed)}}}" for d in sst2_dirs))
-    unreadable = [str(p) for p in wiki + [d / f for d in sst2_dirs for f in needed]
-                  if p.is_file() and not os.access(p, os.R_OK)]
+        missing.append(
+            "GLUE SST-2: " + " or ".join(f"{d}/{{{','.join(needed)}}}" for d in sst2_dirs)
+        )
+    unreadable = [
+        str(p)
+        for p in wiki + [d / f for d in sst2_dirs for f in needed]
+        if p.is_file() and not os.access(p, os.R_OK)
+    ]
     if missing or unreadable:
-        problems = (["missing " + m for m in missing]
-                    + [f"not readable: {', '.join(unreadable)}"] * bool(unreadable))
-        raise PipelineError(f"data directory {directory} is not usable: " + "; ".join(problems)
-                            + " (the layout of ../shared/data; see its README.md)")
+        problems = ["missing " + m for m in missing] + [
+            f"not readable: {', '.join(unreadable)}"
+        ] * bool(unreadable)
+        raise PipelineError(
+            f"data directory {directory} is not usable: "
+            + "; ".join(problems)
+            + " (the layout of ../shared/data; see its README.md)"
+        )
     return str(directory)
 
 
@@ -75,7 +93,9 @@ def is_disk_full(error: BaseException) -> bool:
 def disk_full_message(step: str, out_dir: os.PathLike, error: BaseException) -> str:
     """What a full disk during `step` means and how to resume."""
     where = getattr(error, "filename", None) or f"under {out_dir}"
-    return (f"disk full while step {step!r} was writing ({where}): {error}. Nothing was "
-            f"half-written (files are written to a temporary name, then renamed). Free space "
-            f"on the disk holding {out_dir} and run the same command again: finished steps "
-            f"are skipped and {step!r} resumes from its last checkpoint.")
+    return (
+        f"disk full while step {step!r} was writing ({where}): {error}. Nothing was "
+        f"half-written (files are written to a temporary name, then renamed). Free space "
+        f"on the disk holding {out_dir} and run the same command again: finished steps "
+        f"are skipped and {step!r} resumes from its last checkpoint."
+    )

@@ -41,17 +41,18 @@ import json
 import os
 import shutil
 import time
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Callable, Mapping, Optional, Sequence
+from typing import Any
 
 from mbert_lib import atomic, strict_json
 from mbert_lib.pipeline import checks, eta
 from mbert_lib.run_lock import run_lock
 from mbert_lib.runtime import REPO_ROOT
-from mbert_lib.step_records import (RECORD_FILE, STALE_MARK, PipelineError, load_average,
-                                    read_record)
+from mbert_lib.step_records import RECORD_FILE, STALE_MARK, PipelineError, load_average, read_record
 
-DEFAULT_OUT = REPO_ROOT / "runs"          # a preset's run goes to DEFAULT_OUT/<preset> by default
+DEFAULT_OUT = REPO_ROOT / "runs"  # a preset's run goes to DEFAULT_OUT/<preset> by default
+
 
 class DiskFullError(PipelineError):
     """The disk filled up while a step was writing; the run resumes once there is space."""
@@ -63,11 +64,11 @@ class Step:
 
     name: str
     title: str
-    run: Callable[["Context", Mapping[str, Any]], dict]
+    run: Callable[[Context, Mapping[str, Any]], dict]
     depends: tuple[str, ...] = ()
-    uses: Optional[Callable[[Mapping[str, Any]], Sequence[str]]] = None  # settings -> steps
-    rerun: bool = False           # run even when finished (a summary of other steps' records)
-    optional: bool = False        # left out of a full run; runs when named (--steps)
+    uses: Callable[[Mapping[str, Any]], Sequence[str]] | None = None  # settings -> steps
+    rerun: bool = False  # run even when finished (a summary of other steps' records)
+    optional: bool = False  # left out of a full run; runs when named (--steps)
 
     def used_steps(self, settings: Mapping[str, Any]) -> tuple[str, ...]:
         """The steps this step's settings name (see the module docstring)."""
@@ -79,12 +80,12 @@ class Context:
     """What every step sees: where to write, the preset's settings, the data directory."""
 
     out_dir: Path
-    settings: Mapping[str, Mapping[str, Any]]     # step name -> its settings
-    data_dir: Optional[str] = None                # a local data directory (../shared/data)
+    settings: Mapping[str, Mapping[str, Any]]  # step name -> its settings
+    data_dir: str | None = None  # a local data directory (../shared/data)
     log: Callable[[str], None] = print
     show_progress: bool = True
-    bundle: Optional[Path] = None                 # trained steps to install (pipeline.bundle)
-    preset: Optional[str] = None                  # its name: the reference step times (eta.py)
+    bundle: Path | None = None  # trained steps to install (pipeline.bundle)
+    preset: str | None = None  # its name: the reference step times (eta.py)
 
     def step_dir(self, name: str) -> Path:
         return self.out_dir / name
@@ -93,15 +94,18 @@ class Context:
         """The recorded result of a finished step (a dependency)."""
         record = read_record(self.step_dir(name))
         if record is None:
-            raise PipelineError(f"step {name!r} has not finished: {self.step_dir(name)} has no "
-                                f"{RECORD_FILE}; run it first")
+            raise PipelineError(
+                f"step {name!r} has not finished: {self.step_dir(name)} has no "
+                f"{RECORD_FILE}; run it first"
+            )
         return record["result"]
 
 
 def fingerprint(settings: Mapping[str, Any], upstream: Sequence[str] = ()) -> str:
     """sha256 of a step's settings and its dependencies' fingerprints."""
-    text = json.dumps({"settings": settings, "upstream": list(upstream)}, sort_keys=True,
-                      default=str)
+    text = json.dumps(
+        {"settings": settings, "upstream": list(upstream)}, sort_keys=True, default=str
+    )
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -112,13 +116,18 @@ def step_fingerprints(steps: Sequence[Step], ctx: Context) -> dict[str, str]:
     for step in steps:
         settings = ctx.settings.get(step.name, {})
         upstream = [prints.get(d, "") for d in step.depends] + [
-            f"{d}:{prints.get(d, 'absent')}" for d in step.used_steps(settings)]
+            f"{d}:{prints.get(d, 'absent')}" for d in step.used_steps(settings)
+        ]
         prints[step.name] = fingerprint(settings, upstream)
     return prints
 
 
-def run_steps(steps: Sequence[Step], ctx: Context, only: Optional[Sequence[str]] = None,
-              records: Optional[list] = None) -> list[dict]:
+def run_steps(
+    steps: Sequence[Step],
+    ctx: Context,
+    only: Sequence[str] | None = None,
+    records: list | None = None,
+) -> list[dict]:
     """Runs `steps` in order (or those in `only` and what they depend on); returns records.
 
     Prints "[k/n] title" per step with the time it and the rest of the run are
@@ -128,32 +137,49 @@ def run_steps(steps: Sequence[Step], ctx: Context, only: Optional[Sequence[str]]
     raises (so a caller can show how far a failed run got).
     """
     by_name = {s.name: s for s in steps}
-    wanted = (_with_dependencies(only, by_name, ctx) if only
-              else [s.name for s in steps if not s.optional])
+    wanted = (
+        _with_dependencies(only, by_name, ctx)
+        if only
+        else [s.name for s in steps if not s.optional]
+    )
     todo = [s for s in steps if s.name in wanted]
     prints = step_fingerprints(steps, ctx)
     records = [] if records is None else records
     # Read again under the lock: a run that held it may have finished some steps.
     with run_lock(ctx.out_dir) if _pending(todo, ctx, prints)[1] else contextlib.nullcontext():
         found, pending = _pending(todo, ctx, prints)
-        estimate = eta.Estimate({**eta.reference_seconds(ctx.preset),
-                                 **{n: found[n]["seconds"] for n in pending if found[n]}})
+        estimate = eta.Estimate(
+            {
+                **eta.reference_seconds(ctx.preset),
+                **{n: found[n]["seconds"] for n in pending if found[n]},
+            }
+        )
         _run_pending(todo, pending, found, prints, estimate, ctx, records)
     return records
 
 
-def _pending(todo: Sequence[Step], ctx: Context, prints: Mapping[str, str]
-             ) -> tuple[dict[str, Optional[dict]], list[str]]:
+def _pending(
+    todo: Sequence[Step], ctx: Context, prints: Mapping[str, str]
+) -> tuple[dict[str, dict | None], list[str]]:
     """({step: its record or None}, the steps that must run: no record of these settings,
     or `rerun`)."""
     found = {s.name: read_record(ctx.step_dir(s.name)) for s in todo}
-    return found, [s.name for s in todo if s.rerun or found[s.name] is None
-                   or found[s.name].get("fingerprint") != prints[s.name]]
+    return found, [
+        s.name
+        for s in todo
+        if s.rerun or found[s.name] is None or found[s.name].get("fingerprint") != prints[s.name]
+    ]
 
 
-def _run_pending(todo: Sequence[Step], pending: Sequence[str],
-                 found: Mapping[str, Optional[dict]], prints: Mapping[str, str],
-                 estimate: eta.Estimate, ctx: Context, records: list) -> None:
+def _run_pending(
+    todo: Sequence[Step],
+    pending: Sequence[str],
+    found: Mapping[str, dict | None],
+    prints: Mapping[str, str],
+    estimate: eta.Estimate,
+    ctx: Context,
+    records: list,
+) -> None:
     """Runs the `pending` steps of `todo` in order, skipping (and recording) the others."""
     for k, step in enumerate(todo, 1):
         settings = ctx.settings.get(step.name, {})
@@ -164,7 +190,7 @@ def _run_pending(todo: Sequence[Step], pending: Sequence[str],
             ctx.log(f"{header}: done ({record['seconds']:.0f} s when it ran), skipped")
             records.append({**record, "skipped": True})
             continue
-        expected = estimate.describe(step.name, pending[pending.index(step.name):])
+        expected = estimate.describe(step.name, pending[pending.index(step.name) :])
         ctx.log(f"{header} ({expected})" if expected else header)
         if record is not None and not step.rerun:
             _move_aside(directory, record, ctx)
@@ -174,17 +200,30 @@ def _run_pending(todo: Sequence[Step], pending: Sequence[str],
         try:
             directory.mkdir(parents=True, exist_ok=True)
             result = step.run(ctx, settings)
-            record = {"step": step.name, "title": step.title, "result": result,
-                      "seconds": round(time.perf_counter() - start, 1),
-                      "fingerprint": prints[step.name], "settings": settings,
-                      "finished": time.strftime("%Y-%m-%d %H:%M:%S"),
-                      "load_average": {"start": load_start, "end": load_average()},
-                      "cpu_count": os.cpu_count()}
-            atomic.write_text(directory / RECORD_FILE,
-                              strict_json.dumps(record, indent=2, default=str) + "\n")
+            record = {
+                "step": step.name,
+                "title": step.title,
+                "result": result,
+                "seconds": round(time.perf_counter() - start, 1),
+                "fingerprint": prints[step.name],
+                "settings": settings,
+                "finished": time.strftime("%Y-%m-%d %H:%M:%S"),
+                "load_average": {"start": load_start, "end": load_average()},
+                "cpu_count": os.cpu_count(),
+            }
+            atomic.write_text(
+                directory / RECORD_FILE, strict_json.dumps(record, indent=2, default=str) + "\n"
+            )
         except BaseException as e:
-            records.append({"step": step.name, "title": step.title, "failed": True,
-                            "skipped": False, "seconds": round(time.perf_counter() - start, 1)})
+            records.append(
+                {
+                    "step": step.name,
+                    "title": step.title,
+                    "failed": True,
+                    "skipped": False,
+                    "seconds": round(time.perf_counter() - start, 1),
+                }
+            )
             if checks.is_disk_full(e):
                 raise DiskFullError(checks.disk_full_message(step.name, ctx.out_dir, e)) from e
             raise
@@ -195,15 +234,16 @@ def _run_pending(todo: Sequence[Step], pending: Sequence[str],
 
 def _move_aside(directory: Path, record: Mapping[str, Any], ctx: Context) -> None:
     """Renames the outputs of a run with other settings out of the step's way."""
-    stale = directory.with_name(f"{directory.name}{STALE_MARK}{record.get('fingerprint', 'unknown')}")
+    stale = directory.with_name(
+        f"{directory.name}{STALE_MARK}{record.get('fingerprint', 'unknown')}"
+    )
     if stale.exists():
         shutil.rmtree(stale)
     directory.rename(stale)
     ctx.log(f"  settings changed since it ran: its old outputs moved to {stale}")
 
 
-def _with_dependencies(only: Sequence[str], by_name: Mapping[str, Step], ctx: Context
-                       ) -> set[str]:
+def _with_dependencies(only: Sequence[str], by_name: Mapping[str, Step], ctx: Context) -> set[str]:
     unknown = sorted(set(only) - set(by_name))
     if unknown:
         raise PipelineError(f"unknown step(s) {unknown}; known steps: {list(by_name)}")
@@ -220,7 +260,7 @@ def _with_dependencies(only: Sequence[str], by_name: Mapping[str, Step], ctx: Co
 
 
 def status(record: Mapping[str, Any]) -> str:
-    """"skipped (done)", "ran" or "FAILED" (a record of run_steps)."""
+    """ "skipped (done)", "ran" or "FAILED" (a record of run_steps)."""
     if record.get("failed"):
         return "FAILED"
     return "skipped (done)" if record.get("skipped") else "ran"
@@ -237,7 +277,7 @@ def summary_table(records: Sequence[dict]) -> str:
     return "\n".join(lines)
 
 
-def data_dir_or_env(data_dir: Optional[str]) -> Optional[str]:
+def data_dir_or_env(data_dir: str | None) -> str | None:
     """The explicit --data-dir, else MBERT_DATA_DIR, else None (the offline default);
     a given directory must be readable and hold the expected files (checks.check_data_dir)."""
     value = data_dir or os.environ.get("MBERT_DATA_DIR") or None

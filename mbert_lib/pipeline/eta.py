@@ -16,8 +16,8 @@ counted as unknown, and the estimate says so.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Mapping, Optional, Sequence
 
 from mbert_lib import atomic
 from mbert_lib.report.machine import cpu_model
@@ -26,8 +26,7 @@ from mbert_lib.step_records import RECORD_FILE, read_record
 REFERENCE_FILE = Path(__file__).with_name("step_seconds.json")
 
 
-def reference_seconds(preset: Optional[str],
-                      reference_file: Optional[Path] = None) -> dict[str, float]:
+def reference_seconds(preset: str | None, reference_file: Path | None = None) -> dict[str, float]:
     """{step: seconds} of the reference run of `preset` ({} when there is none)."""
     reference_file = reference_file or REFERENCE_FILE
     if preset is None or not reference_file.is_file():
@@ -36,16 +35,17 @@ def reference_seconds(preset: Optional[str],
     return dict(presets.get(preset, {}).get("seconds", {}))
 
 
-def write_reference(run_dir: Path, preset: str, reference_file: Optional[Path] = None) -> dict:
+def write_reference(run_dir: Path, preset: str, reference_file: Path | None = None) -> dict:
     """Records the seconds of every finished step of `run_dir` as `preset`'s reference."""
     reference_file = reference_file or REFERENCE_FILE
     seconds = {}
     for path in sorted(Path(run_dir).glob(f"*/{RECORD_FILE}")):
         record = read_record(path.parent)
-        if path.parent.name == record["step"]:        # not a moved-aside .stale- copy
+        if path.parent.name == record["step"]:  # not a moved-aside .stale- copy
             seconds[record["step"]] = record["seconds"]
-    presets = (json.loads(reference_file.read_text(encoding="utf-8"))
-               if reference_file.is_file() else {})
+    presets = (
+        json.loads(reference_file.read_text(encoding="utf-8")) if reference_file.is_file() else {}
+    )
     presets[preset] = {"cpu": cpu_model(), "seconds": seconds}
     atomic.write_text(reference_file, json.dumps(presets, indent=2, sort_keys=True) + "\n")
     return presets[preset]
@@ -77,7 +77,7 @@ class Estimate:
     def pace(self) -> float:
         return self._actual / self._expected_done if self._expected_done else 1.0
 
-    def step(self, name: str) -> Optional[float]:
+    def step(self, name: str) -> float | None:
         value = self.expected.get(name)
         return None if value is None else value * self.pace
 

@@ -20,16 +20,27 @@ from mbert_lib.pipeline.core import PipelineError
 
 # In pipeline order: a step's dependencies (and the models a fine-tuning step
 # names in its settings) come from modules before it.
-STEP_MODULES = (pretraining_steps, distillation_steps, finetuning_steps, seed_steps,
-                export_steps, report_steps)
+STEP_MODULES = (
+    pretraining_steps,
+    distillation_steps,
+    finetuning_steps,
+    seed_steps,
+    export_steps,
+    report_steps,
+)
 
 STEPS = [step for module in STEP_MODULES for step in module.STEPS]
 # The report lists the steps of a full run and the optional ones, in this order.
-STEP_ORDER = {"order": [s.name for s in STEPS if not s.optional],
-              "optional": [s.name for s in STEPS if s.optional]}
+STEP_ORDER = {
+    "order": [s.name for s in STEPS if not s.optional],
+    "optional": [s.name for s in STEPS if s.optional],
+}
 PRESETS: dict[str, dict[str, dict[str, Any]]] = {
-    name: {step: {**settings, **STEP_ORDER} if step == report_steps.NAME else settings
-           for module in STEP_MODULES for step, settings in module.SETTINGS[name].items()}
+    name: {
+        step: {**settings, **STEP_ORDER} if step == report_steps.NAME else settings
+        for module in STEP_MODULES
+        for step, settings in module.SETTINGS[name].items()
+    }
     for name in ("laptop", "smoke")
 }
 
@@ -38,5 +49,4 @@ def get_pipeline_preset(name: str) -> dict[str, dict[str, Any]]:
     try:
         return PRESETS[name]
     except KeyError:
-        raise PipelineError(f"unknown preset {name!r}; known presets: {sorted(PRESETS)}") \
-            from None
+        raise PipelineError(f"unknown preset {name!r}; known presets: {sorted(PRESETS)}") from None

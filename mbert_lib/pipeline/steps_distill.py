@@ -29,7 +29,8 @@ in its step result. Settings name an experiment yaml and dotted overrides.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from mbert_lib.pipeline.core import Context, Step
 from mbert_lib.pipeline.steps import data_overrides
@@ -46,8 +47,10 @@ def load_distill_step_experiment(ctx: Context, settings: Mapping[str, Any]):
     pairs = []
     for key, value in data_overrides(ctx):
         if key == "model.overrides.vocab_size":
-            pairs += [("teacher.overrides.vocab_size", value),
-                      ("student.overrides.vocab_size", value)]
+            pairs += [
+                ("teacher.overrides.vocab_size", value),
+                ("student.overrides.vocab_size", value),
+            ]
         else:
             pairs.append((key, value))
     experiment = load_distill_experiment(REPO_ROOT / settings["config_file"])
@@ -59,40 +62,86 @@ def _runner(name: str):
         from mbert_lib.distill.trainer import run_distillation
 
         experiment = load_distill_step_experiment(ctx, settings)
-        done = run_distillation(experiment, ctx.step_dir("teacher"), ctx.step_dir(name),
-                                show_progress=ctx.show_progress, log=ctx.log)
+        done = run_distillation(
+            experiment,
+            ctx.step_dir("teacher"),
+            ctx.step_dir(name),
+            show_progress=ctx.show_progress,
+            log=ctx.log,
+        )
         metrics = done.get("eval") or {}
-        ctx.log(f"{name}: held-out " + ", ".join(
-            f"{k} {metrics[k]:.4g}" for k in HEADLINE if k in metrics))
-        return {"model_dir": str(ctx.step_dir(name)), "strategy": experiment.distillation.strategy,
-                "description": settings["description"], "train_steps": done.get("train_steps"),
-                "eval": metrics,
-                "stages": [{k: s[k] for k in ("stage", "train_steps", "seconds") if k in s}
-                           for s in done.get("stages", [])]}
+        ctx.log(
+            f"{name}: held-out "
+            + ", ".join(f"{k} {metrics[k]:.4g}" for k in HEADLINE if k in metrics)
+        )
+        return {
+            "model_dir": str(ctx.step_dir(name)),
+            "strategy": experiment.distillation.strategy,
+            "description": settings["description"],
+            "train_steps": done.get("train_steps"),
+            "eval": metrics,
+            "stages": [
+                {k: s[k] for k in ("stage", "train_steps", "seconds") if k in s}
+                for s in done.get("stages", [])
+            ],
+        }
+
     return run
 
 
 _ROWS = [
-    ("pkt", "progressive knowledge transfer (FMT + AT per layer), then PD: the main student",
-     "experiments/distill_tiny_pkt.yaml", {}),
-    ("jkt", "joint knowledge transfer (all layers' FMT + AT together), then PD (Table 8)",
-     "experiments/distill_tiny_jkt.yaml", {}),
-    ("akt", "auxiliary knowledge transfer (FMT + AT + PD in one loss) (Table 8)",
-     "experiments/distill_tiny_akt.yaml", {}),
-    ("no_transfer", "no knowledge transfer: MLM + NSP pre-training only (Table 9)",
-     "experiments/distill_tiny_pkt.yaml",
-     {"distillation.strategy": "none", "distillation.copy_embeddings": False,
-      "distillation.pretrain.distill_ground_truth_ratio": 1.0}),
-    ("ablation_copy", "no transfer, but the embedding and MLM head copied from the teacher "
-     "(not in the paper)", "experiments/distill_tiny_pkt.yaml",
-     {"distillation.strategy": "none",
-      "distillation.pretrain.distill_ground_truth_ratio": 1.0}),
-    ("ablation_pd", "pre-training distillation only (Table 9 +PD)",
-     "experiments/distill_tiny_pkt.yaml", {"distillation.strategy": "none"}),
-    ("ablation_pd_fmt", "PKT with FMT only, then PD (Table 9 +PD+FMT)",
-     "experiments/distill_tiny_pkt.yaml", {"distillation.layer_wise.use_attention": False}),
-    ("ablation_fmt_at", "PKT's layer-wise stages (FMT + AT) without PD (not in the paper)",
-     "experiments/distill_tiny_pkt.yaml", {"distillation.pretrain.steps": 0}),
+    (
+        "pkt",
+        "progressive knowledge transfer (FMT + AT per layer), then PD: the main student",
+        "experiments/distill_tiny_pkt.yaml",
+        {},
+    ),
+    (
+        "jkt",
+        "joint knowledge transfer (all layers' FMT + AT together), then PD (Table 8)",
+        "experiments/distill_tiny_jkt.yaml",
+        {},
+    ),
+    (
+        "akt",
+        "auxiliary knowledge transfer (FMT + AT + PD in one loss) (Table 8)",
+        "experiments/distill_tiny_akt.yaml",
+        {},
+    ),
+    (
+        "no_transfer",
+        "no knowledge transfer: MLM + NSP pre-training only (Table 9)",
+        "experiments/distill_tiny_pkt.yaml",
+        {
+            "distillation.strategy": "none",
+            "distillation.copy_embeddings": False,
+            "distillation.pretrain.distill_ground_truth_ratio": 1.0,
+        },
+    ),
+    (
+        "ablation_copy",
+        "no transfer, but the embedding and MLM head copied from the teacher (not in the paper)",
+        "experiments/distill_tiny_pkt.yaml",
+        {"distillation.strategy": "none", "distillation.pretrain.distill_ground_truth_ratio": 1.0},
+    ),
+    (
+        "ablation_pd",
+        "pre-training distillation only (Table 9 +PD)",
+        "experiments/distill_tiny_pkt.yaml",
+        {"distillation.strategy": "none"},
+    ),
+    (
+        "ablation_pd_fmt",
+        "PKT with FMT only, then PD (Table 9 +PD+FMT)",
+        "experiments/distill_tiny_pkt.yaml",
+        {"distillation.layer_wise.use_attention": False},
+    ),
+    (
+        "ablation_fmt_at",
+        "PKT's layer-wise stages (FMT + AT) without PD (not in the paper)",
+        "experiments/distill_tiny_pkt.yaml",
+        {"distillation.pretrain.steps": 0},
+    ),
 ]
 
 TRANSFER_FILE = "transfer.json"
@@ -104,43 +153,65 @@ def run_transfer(ctx: Context, settings: Mapping[str, Any]) -> dict:
     from mbert_lib.data import make_pretraining_dataset
     from mbert_lib.distill.transfer_summary import summarize_run
 
-    batch = next(iter(make_pretraining_dataset(ctx.result("data")["examples_dir"],
-                                               settings["batch_size"], split="eval")))
-    summary = summarize_run(ctx.step_dir("pkt"), load_pretrainer(ctx.step_dir("teacher")),
-                            batch, ablation_dir=ctx.step_dir("ablation_pd_fmt"))
+    batch = next(
+        iter(
+            make_pretraining_dataset(
+                ctx.result("data")["examples_dir"], settings["batch_size"], split="eval"
+            )
+        )
+    )
+    summary = summarize_run(
+        ctx.step_dir("pkt"),
+        load_pretrainer(ctx.step_dir("teacher")),
+        batch,
+        ablation_dir=ctx.step_dir("ablation_pd_fmt"),
+    )
     path = ctx.step_dir("pkt") / TRANSFER_FILE
     atomic.write_text(path, strict_json.dumps(summary, indent=2) + "\n")
     for row in summary["layers"]:
-        ctx.log(f"transfer: layer {row['layer']}: AT {row['at_before']:.3f} -> "
-                f"{row['at_after']:.3f}, MSE {row['mse_before']:.3f} -> {row['mse_after']:.3f}, "
-                f"max prob {row['max_prob_after'] / row['max_prob_uniform']:.1f}x uniform")
+        ctx.log(
+            f"transfer: layer {row['layer']}: AT {row['at_before']:.3f} -> "
+            f"{row['at_after']:.3f}, MSE {row['mse_before']:.3f} -> {row['mse_after']:.3f}, "
+            f"max prob {row['max_prob_after'] / row['max_prob_uniform']:.1f}x uniform"
+        )
     ctx.log(f"transfer: aims {summary['targets']}")
     return {"path": str(path), **summary}
 
 
 ROW_NAMES = tuple(name for name, *_ in _ROWS)
 STEPS = [Step(name, title, _runner(name), ("teacher",)) for name, title, _, _ in _ROWS]
-STEPS.append(Step("transfer", "each layer around its own stage, and the AT ablation",
-                  run_transfer, ("data", "teacher", "pkt", "ablation_pd_fmt")))
+STEPS.append(
+    Step(
+        "transfer",
+        "each layer around its own stage, and the AT ablation",
+        run_transfer,
+        ("data", "teacher", "pkt", "ablation_pd_fmt"),
+    )
+)
 
 
 def _settings(layer_steps: int, pd_steps: int, layers: int, extra: Mapping[str, Any]) -> dict:
     """Every row's settings: the same number of student updates in each."""
     total = layers * layer_steps + pd_steps
-    common = {"distillation.layer_wise.steps": layer_steps,
-              "distillation.pretrain.steps": pd_steps, **extra}
+    common = {
+        "distillation.layer_wise.steps": layer_steps,
+        "distillation.pretrain.steps": pd_steps,
+        **extra,
+    }
     out = {}
     for name, title, config_file, overrides in _ROWS:
         overrides = {**common, **overrides}
         if overrides.get("distillation.strategy") == "none":
-            overrides["distillation.pretrain.steps"] = total        # all updates in PD
+            overrides["distillation.pretrain.steps"] = total  # all updates in PD
         out[name] = {"config_file": config_file, "description": title, "overrides": overrides}
     return out
 
 
 # Student updates per preset: layer-wise steps per transferred layer, PD steps, layers.
-SIZES = {"laptop": {"layer_steps": 75, "pd_steps": 300, "layers": 4},
-         "smoke": {"layer_steps": 20, "pd_steps": 20, "layers": 1}}
+SIZES = {
+    "laptop": {"layer_steps": 75, "pd_steps": 300, "layers": 4},
+    "smoke": {"layer_steps": 20, "pd_steps": 20, "layers": 1},
+}
 
 
 def student_updates(preset: str) -> int:
@@ -151,12 +222,22 @@ def student_updates(preset: str) -> int:
 
 SETTINGS = {
     "laptop": {**_settings(**SIZES["laptop"], extra={}), "transfer": {"batch_size": 64}},
-    "smoke": {"transfer": {"batch_size": 16}, **_settings(**SIZES["smoke"], extra={
-        "teacher.overrides.num_hidden_layers": 2,
-        "student.overrides.num_hidden_layers": 1,
-        "distillation.transfer_teacher_layers": [1],
-        "trainer.batch_size": 16, "trainer.eval_batch_size": 32, "trainer.eval_steps": 2,
-        "trainer.eval_each_stage": False, "trainer.checkpoint_interval": 1000,
-        "trainer.log_interval": 2,
-        "distillation.pretrain.learning_rate.warmup_steps": 1})},
+    "smoke": {
+        "transfer": {"batch_size": 16},
+        **_settings(
+            **SIZES["smoke"],
+            extra={
+                "teacher.overrides.num_hidden_layers": 2,
+                "student.overrides.num_hidden_layers": 1,
+                "distillation.transfer_teacher_layers": [1],
+                "trainer.batch_size": 16,
+                "trainer.eval_batch_size": 32,
+                "trainer.eval_steps": 2,
+                "trainer.eval_each_stage": False,
+                "trainer.checkpoint_interval": 1000,
+                "trainer.log_interval": 2,
+                "distillation.pretrain.learning_rate.warmup_steps": 1,
+            },
+        ),
+    },
 }

@@ -26,7 +26,8 @@ from __future__ import annotations
 import gc
 import os
 import tempfile
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -40,16 +41,20 @@ def finetuned_model_dir(finetune: Mapping[str, Any], model: str, seed: int = 0) 
     summary = finetune["models"].get(model)
     if summary is None or summary.get("status") != "done":
         reason = summary.get("reason", summary.get("status")) if summary else "not fine-tuned"
-        raise PipelineError(f"tflite: no fine-tuned {model!r} in the finetune step's result "
-                            f"({reason}); name a model of finetune.models that has run")
+        raise PipelineError(
+            f"tflite: no fine-tuned {model!r} in the finetune step's result "
+            f"({reason}); name a model of finetune.models that has run"
+        )
     if seed not in summary["seeds"]:
-        raise PipelineError(f"tflite: {model!r} has no fine-tuning run with seed {seed} "
-                            f"(seeds {summary['seeds']})")
+        raise PipelineError(
+            f"tflite: {model!r} has no fine-tuning run with seed {seed} (seeds {summary['seeds']})"
+        )
     return summary["model_dirs"][summary["seeds"].index(seed)]
 
 
-def calibration_features(features: Mapping[str, np.ndarray], n: int, seed: int
-                         ) -> dict[str, np.ndarray]:
+def calibration_features(
+    features: Mapping[str, np.ndarray], n: int, seed: int
+) -> dict[str, np.ndarray]:
     """n examples drawn at random (without replacement) from `features` ([N, T] arrays)."""
     total = len(next(iter(features.values())))
     keep = np.random.default_rng(seed).choice(total, size=min(n, total), replace=False)
@@ -75,30 +80,47 @@ def run_tflite(ctx: Context, settings: Mapping[str, Any]) -> dict:
     models, loaded, seq_length = {}, {}, None
     for model in settings["models"]:
         model_dir = finetuned_model_dir(finetune, model)
-        experiment = load_experiment(os.path.join(model_dir, EXPERIMENT_FILE),
-                                     cls=FinetuneExperiment)
-        data = cached_task_data(experiment, loaded)   # the dev set the model was selected on
+        experiment = load_experiment(
+            os.path.join(model_dir, EXPERIMENT_FILE), cls=FinetuneExperiment
+        )
+        data = cached_task_data(experiment, loaded)  # the dev set the model was selected on
         if data.task.is_regression:
-            raise PipelineError(f"tflite: task {data.task.name} is a regression task; "
-                                "the step measures classification accuracy")
+            raise PipelineError(
+                f"tflite: task {data.task.name} is a regression task; "
+                "the step measures classification accuracy"
+            )
         seq_length = experiment.task.seq_length
-        calibration = calibration_features(data.train.features,
-                                           settings["calibration_examples"],
-                                           settings["calibration_seed"])
-        ctx.log(f"tflite: {model} ({model_dir}): {len(data.dev)} dev examples, seq {seq_length}"
-                f", int8 calibrated on {len(calibration['input_mask'])} training sentences")
+        calibration = calibration_features(
+            data.train.features, settings["calibration_examples"], settings["calibration_seed"]
+        )
+        ctx.log(
+            f"tflite: {model} ({model_dir}): {len(data.dev)} dev examples, seq {seq_length}"
+            f", int8 calibrated on {len(calibration['input_mask'])} training sentences"
+        )
         records = evaluate_precisions(
-            load_classifier(model_dir), data.dev.features, data.dev.labels, calibration,
-            workdir=ctx.step_dir("tflite").resolve(), precisions=settings["precisions"],
+            load_classifier(model_dir),
+            data.dev.features,
+            data.dev.labels,
+            calibration,
+            workdir=ctx.step_dir("tflite").resolve(),
+            precisions=settings["precisions"],
             num_threads=settings["num_threads"],
-            calibration_limit=settings["calibration_examples"], name=model,
-            int8_mask_penalty=settings["int8_mask_penalty"])
+            calibration_limit=settings["calibration_examples"],
+            name=model,
+            int8_mask_penalty=settings["int8_mask_penalty"],
+        )
         ctx.log(format_table(records))
-        models[model] = {"keras_accuracy": records[0]["keras_accuracy"],
-                         "variants": {r["precision"]: _variant(r) for r in records}}
+        models[model] = {
+            "keras_accuracy": records[0]["keras_accuracy"],
+            "variants": {r["precision"]: _variant(r) for r in records},
+        }
         gc.collect()
-    return {"task": finetune["task"], "source": finetune["source"], "seq_length": seq_length,
-            "models": models}
+    return {
+        "task": finetune["task"],
+        "source": finetune["source"],
+        "seq_length": seq_length,
+        "models": models,
+    }
 
 
 def run_latency(ctx: Context, settings: Mapping[str, Any]) -> dict:
@@ -106,13 +128,19 @@ def run_latency(ctx: Context, settings: Mapping[str, Any]) -> dict:
 
     models = tflite_latency.expand_models(settings["models"])
     variant_list = tflite_latency.variants(models, settings["precisions"], settings["table7"])
-    directory = ctx.step_dir("latency").resolve()   # recorded paths survive a symlinked runs/
+    directory = ctx.step_dir("latency").resolve()  # recorded paths survive a symlinked runs/
     with tempfile.TemporaryDirectory(dir=directory, prefix="tflite-") as workdir:
-        records = tflite_latency.measure(variant_list, workdir, settings["seq_length"],
-                                         settings["threads"], settings["repeats"],
-                                         settings["warmup"], log=ctx.log)
+        records = tflite_latency.measure(
+            variant_list,
+            workdir,
+            settings["seq_length"],
+            settings["threads"],
+            settings["repeats"],
+            settings["warmup"],
+            log=ctx.log,
+        )
     for record in records:
-        record.pop("tflite")   # deleted with the workdir
+        record.pop("tflite")  # deleted with the workdir
     path = directory / RECORDS_FILE
     write_json(records, path)
     ctx.log(tflite_latency.format_report(records))
@@ -120,30 +148,60 @@ def run_latency(ctx: Context, settings: Mapping[str, Any]) -> dict:
 
 
 STEPS = [
-    Step("tflite", "TFLite export of the fine-tuned classifiers: dev accuracy per precision "
-         "(Table 6)", run_tflite, ("finetune",)),
-    Step("latency", "TFLite latency and size, MobileBERT vs BERT_BASE, and the NoNorm/relu "
-         "grid (Table 7)", run_latency),
+    Step(
+        "tflite",
+        "TFLite export of the fine-tuned classifiers: dev accuracy per precision (Table 6)",
+        run_tflite,
+        ("finetune",),
+    ),
+    Step(
+        "latency",
+        "TFLite latency and size, MobileBERT vs BERT_BASE, and the NoNorm/relu grid (Table 7)",
+        run_latency,
+    ),
 ]
 
 _PRECISIONS = ["fp32", "dynamic_int8", "float16", "int8"]
 
 SETTINGS = {
     "laptop": {
-        "tflite": {"models": ["teacher", "pkt"], "precisions": _PRECISIONS, "num_threads": 2,
-                   "calibration_examples": 200, "calibration_seed": 0,
-                   "int8_mask_penalty": 20.0},
+        "tflite": {
+            "models": ["teacher", "pkt"],
+            "precisions": _PRECISIONS,
+            "num_threads": 2,
+            "calibration_examples": 200,
+            "calibration_seed": 0,
+            "int8_mask_penalty": 20.0,
+        },
         # The paper's shapes and sequence length, median of 20 runs per case, all cases
         # interleaved round-robin: ~4.5 min on the shared 2-core machine (exports ~3 min).
-        "latency": {"models": ["mobilebert", "bert_base"], "precisions": ["fp32", "dynamic_int8"],
-                    "table7": True, "threads": [1, 2], "seq_length": 128, "repeats": 20,
-                    "warmup": 5},
+        "latency": {
+            "models": ["mobilebert", "bert_base"],
+            "precisions": ["fp32", "dynamic_int8"],
+            "table7": True,
+            "threads": [1, 2],
+            "seq_length": 128,
+            "repeats": 20,
+            "warmup": 5,
+        },
     },
     "smoke": {
-        "tflite": {"models": ["teacher", "pkt"], "precisions": _PRECISIONS, "num_threads": 2,
-                   "calibration_examples": 32, "calibration_seed": 0,
-                   "int8_mask_penalty": 20.0},
-        "latency": {"models": ["tiny"], "precisions": ["fp32", "dynamic_int8"], "table7": True,
-                    "threads": [1, 2], "seq_length": 32, "repeats": 5, "warmup": 2},
+        "tflite": {
+            "models": ["teacher", "pkt"],
+            "precisions": _PRECISIONS,
+            "num_threads": 2,
+            "calibration_examples": 32,
+            "calibration_seed": 0,
+            "int8_mask_penalty": 20.0,
+        },
+        "latency": {
+            "models": ["tiny"],
+            "precisions": ["fp32", "dynamic_int8"],
+            "table7": True,
+            "threads": [1, 2],
+            "seq_length": 32,
+            "repeats": 5,
+            "warmup": 2,
+        },
     },
 }

@@ -22,7 +22,8 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from mbert_lib.pipeline.core import Context, PipelineError, Step, read_record
 from mbert_lib.pipeline.steps import load_step_experiment
@@ -56,11 +57,16 @@ def _run_baseline(name: str):
         from mbert_lib.train.pretrain import run_pretraining
 
         experiment = load_step_experiment(ctx, settings)
-        done = run_pretraining(experiment, ctx.step_dir(name), show_progress=ctx.show_progress,
-                               log=ctx.log)
-        return {"model_dir": str(ctx.step_dir(name)), "eval": done.get("eval"),
-                "train_steps": done.get("train_steps"),
-                "preset": experiment.model.preset}
+        done = run_pretraining(
+            experiment, ctx.step_dir(name), show_progress=ctx.show_progress, log=ctx.log
+        )
+        return {
+            "model_dir": str(ctx.step_dir(name)),
+            "eval": done.get("eval"),
+            "train_steps": done.get("train_steps"),
+            "preset": experiment.model.preset,
+        }
+
     return run
 
 
@@ -68,8 +74,13 @@ def _models(settings: Mapping[str, Any]) -> list[str]:
     return list(settings["models"])
 
 
-def finetune_experiment(ctx: Context, settings: Mapping[str, Any], init_checkpoint: str,
-                        seed: int, model: str | None = None):
+def finetune_experiment(
+    ctx: Context,
+    settings: Mapping[str, Any],
+    init_checkpoint: str,
+    seed: int,
+    model: str | None = None,
+):
     """The FinetuneExperiment the finetune step runs for one model (its overrides) and seed."""
     from mbert_lib.config_tree import apply_overrides
     from mbert_lib.experiment import load_experiment
@@ -77,12 +88,17 @@ def finetune_experiment(ctx: Context, settings: Mapping[str, Any], init_checkpoi
 
     experiment = load_experiment(REPO_ROOT / settings["config_file"], cls=FinetuneExperiment)
     task = task_name(ctx, settings)
-    pairs = [("task.name", task), ("task.source", "auto"),
-             ("task.data_dir", ctx.data_dir if task != OFFLINE_TASK else None),
-             ("model.init_checkpoint", init_checkpoint), ("trainer.seed", seed)]
+    pairs = [
+        ("task.name", task),
+        ("task.source", "auto"),
+        ("task.data_dir", ctx.data_dir if task != OFFLINE_TASK else None),
+        ("model.init_checkpoint", init_checkpoint),
+        ("trainer.seed", seed),
+    ]
     own = settings["models"][model].get("overrides", {}) if model else {}
-    return apply_overrides(experiment, pairs + list(settings["overrides"].items())
-                           + list(own.items()))
+    return apply_overrides(
+        experiment, pairs + list(settings["overrides"].items()) + list(own.items())
+    )
 
 
 def _run_dir(ctx: Context, model: str, seed: int, experiment, upstream: str):
@@ -103,27 +119,40 @@ def _summary(runs: list[dict], metric: str) -> dict:
 
     values = [r["eval"][metric] for r in runs]
     mean, std = mean_std(values)
-    return {"status": "done", "metric": metric, "values": values, "mean": mean, "std": std,
-            "seeds": [r["seed"] for r in runs], "params": runs[0]["params"]["encoder"],
-            "train_seconds": [r["seconds"]["train"] for r in runs],
-            "best_epochs": [r["best_epoch"] for r in runs],
-            "histories": [[h["metrics"][metric] for h in r["history"]] for r in runs],
-            "model_dirs": [r["model_dir"] for r in runs]}
+    return {
+        "status": "done",
+        "metric": metric,
+        "values": values,
+        "mean": mean,
+        "std": std,
+        "seeds": [r["seed"] for r in runs],
+        "params": runs[0]["params"]["encoder"],
+        "train_seconds": [r["seconds"]["train"] for r in runs],
+        "best_epochs": [r["best_epoch"] for r in runs],
+        "histories": [[h["metrics"][metric] for h in r["history"]] for r in runs],
+        "model_dirs": [r["model_dir"] for r in runs],
+    }
 
 
 def run_finetune(ctx: Context, settings: Mapping[str, Any]) -> dict:
     from mbert_lib.config_tree import check
     from mbert_lib.finetune.trainer import cached_task_data, run_finetuning
 
-    check(settings["missing"] in ("skip", "raise"), "finetune.missing", "'skip' or 'raise'",
-          settings["missing"])
+    check(
+        settings["missing"] in ("skip", "raise"),
+        "finetune.missing",
+        "'skip' or 'raise'",
+        settings["missing"],
+    )
     results, task, source = {}, task_name(ctx, settings), None
-    loaded: dict = {}   # the task data, encoded once per tokenizer
+    loaded: dict = {}  # the task data, encoded once per tokenizer
     for model, spec in settings["models"].items():
         record = read_record(ctx.step_dir(model))
         if record is None:
-            reason = (f"no finished step {model!r} in {ctx.out_dir}: it is not part of this "
-                      "pipeline yet, or it has not run")
+            reason = (
+                f"no finished step {model!r} in {ctx.out_dir}: it is not part of this "
+                "pipeline yet, or it has not run"
+            )
             if settings["missing"] == "raise":
                 raise PipelineError(f"cannot fine-tune {model!r}: {reason}")
             ctx.log(f"finetune: skipping {model}: {reason}")
@@ -135,9 +164,13 @@ def run_finetune(ctx: Context, settings: Mapping[str, Any]) -> dict:
             experiment = finetune_experiment(ctx, settings, init, seed, model)
             directory = _run_dir(ctx, model, seed, experiment, record["fingerprint"])
             ctx.log(f"finetune: {model}, seed {seed} -> {directory}")
-            done = run_finetuning(experiment, directory,
-                                  data=cached_task_data(experiment, loaded),
-                                  show_progress=ctx.show_progress, log=ctx.log)
+            done = run_finetuning(
+                experiment,
+                directory,
+                data=cached_task_data(experiment, loaded),
+                show_progress=ctx.show_progress,
+                log=ctx.log,
+            )
             source = done["source"]
             runs.append({**done, "seed": seed, "model_dir": str(directory)})
         results[model] = _summary(runs, runs[0]["metric"])
@@ -145,55 +178,84 @@ def run_finetune(ctx: Context, settings: Mapping[str, Any]) -> dict:
 
 
 STEPS = [
-    Step("bert_baseline", "a plain BERT of the student's size, pre-trained (baseline)",
-         _run_baseline("bert_baseline"), ("data",)),
-    Step("finetune", "fine-tuning every model on the task (SST-2, or the offline task), "
-         "several seeds", run_finetune, ("data",), uses=_models),
+    Step(
+        "bert_baseline",
+        "a plain BERT of the student's size, pre-trained (baseline)",
+        _run_baseline("bert_baseline"),
+        ("data",),
+    ),
+    Step(
+        "finetune",
+        "fine-tuning every model on the task (SST-2, or the offline task), several seeds",
+        run_finetune,
+        ("data",),
+        uses=_models,
+    ),
 ]
 
 
 def _model(seeds: int, architecture: str, **overrides) -> dict:
     """A fine-tuning entry: seeds 0..seeds-1 at the architecture's learning rate."""
-    return {"seeds": seeds,
-            "overrides": {"trainer.learning_rate": FINETUNE_LEARNING_RATES[architecture],
-                          **overrides}}
+    return {
+        "seeds": seeds,
+        "overrides": {"trainer.learning_rate": FINETUNE_LEARNING_RATES[architecture], **overrides},
+    }
 
 
 def _baseline(config_file: str, steps: int, **overrides) -> dict:
-    return {"config_file": config_file,
-            "overrides": {"trainer.train_steps": steps, **overrides}}
+    return {"config_file": config_file, "overrides": {"trainer.train_steps": steps, **overrides}}
 
 
 SETTINGS = {
     "laptop": {
-        "bert_baseline": _baseline("experiments/pretrain_tiny_bert.yaml",
-                                   STUDENT_PRETRAINING_STEPS["laptop"]),
+        "bert_baseline": _baseline(
+            "experiments/pretrain_tiny_bert.yaml", STUDENT_PRETRAINING_STEPS["laptop"]
+        ),
         "finetune": {
-            "config_file": "experiments/finetune_sst2_laptop.yaml", "task": "auto",
+            "config_file": "experiments/finetune_sst2_laptop.yaml",
+            "task": "auto",
             "overrides": {},
             # pipeline step -> seeds (0, 1, ...) and overrides of the experiment; the
             # distillation steps (and their ablation students) join when they exist.
-            "models": {"teacher": _model(3, "teacher"),
-                       "pkt": _model(3, "student"),
-                       "no_transfer": _model(3, "student"),
-                       "bert_baseline": _model(3, "bert"),
-                       "jkt": _model(1, "student"), "akt": _model(1, "student")},
+            "models": {
+                "teacher": _model(3, "teacher"),
+                "pkt": _model(3, "student"),
+                "no_transfer": _model(3, "student"),
+                "bert_baseline": _model(3, "bert"),
+                "jkt": _model(1, "student"),
+                "akt": _model(1, "student"),
+            },
             "missing": "skip",
         },
     },
     "smoke": {
         "bert_baseline": _baseline(
-            "experiments/pretrain_tiny_bert.yaml", STUDENT_PRETRAINING_STEPS["smoke"],
-            **{"model.overrides.num_hidden_layers": 2, "trainer.batch_size": 16,
-               "trainer.learning_rate.warmup_steps": 2, "trainer.checkpoint_interval": 20,
-               "trainer.eval_interval": 20, "trainer.eval_steps": 2}),
+            "experiments/pretrain_tiny_bert.yaml",
+            STUDENT_PRETRAINING_STEPS["smoke"],
+            **{
+                "model.overrides.num_hidden_layers": 2,
+                "trainer.batch_size": 16,
+                "trainer.learning_rate.warmup_steps": 2,
+                "trainer.checkpoint_interval": 20,
+                "trainer.eval_interval": 20,
+                "trainer.eval_steps": 2,
+            },
+        ),
         "finetune": {
-            "config_file": "experiments/finetune_sst2_laptop.yaml", "task": "auto",
-            "overrides": {"task.max_train_examples": 256, "task.max_eval_examples": 128,
-                          "task.seq_length": 32, "trainer.epochs": 1},
-            "models": {"teacher": _model(2, "teacher"), "pkt": _model(1, "student"),
-                       "no_transfer": _model(1, "student"),
-                       "bert_baseline": _model(1, "bert")},
+            "config_file": "experiments/finetune_sst2_laptop.yaml",
+            "task": "auto",
+            "overrides": {
+                "task.max_train_examples": 256,
+                "task.max_eval_examples": 128,
+                "task.seq_length": 32,
+                "trainer.epochs": 1,
+            },
+            "models": {
+                "teacher": _model(2, "teacher"),
+                "pkt": _model(1, "student"),
+                "no_transfer": _model(1, "student"),
+                "bert_baseline": _model(1, "bert"),
+            },
             "missing": "skip",
         },
     },

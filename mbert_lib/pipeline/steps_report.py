@@ -12,8 +12,9 @@ It reads records and never runs other steps: a step that has not run is a
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from mbert_lib.pipeline import core
 from mbert_lib.pipeline.core import Context, Step
@@ -43,29 +44,52 @@ def _shown(path: Path) -> str:
 def run_report(ctx: Context, settings: Mapping[str, Any]) -> dict:
     """settings: preset, budget_minutes, publish, and the registry's step order ("order":
     the steps of a full run, "optional": the others)."""
-    common = {"preset": settings["preset"], "budget_minutes": settings["budget_minutes"],
-              "command_line": _command(ctx, settings["preset"]),
-              "order": list(settings["order"]), "optional": list(settings["optional"]),
-              "source": _shown(ctx.out_dir)}
-    written = write_report(ctx.out_dir, figures_dir=ctx.step_dir("report"),
-                           report_path=ctx.out_dir / REPORT_FILE, **common)
+    common = {
+        "preset": settings["preset"],
+        "budget_minutes": settings["budget_minutes"],
+        "command_line": _command(ctx, settings["preset"]),
+        "order": list(settings["order"]),
+        "optional": list(settings["optional"]),
+        "source": _shown(ctx.out_dir),
+    }
+    written = write_report(
+        ctx.out_dir,
+        figures_dir=ctx.step_dir("report"),
+        report_path=ctx.out_dir / REPORT_FILE,
+        **common,
+    )
     ctx.log(f"report: {written['path']}")
     published = None
-    if settings["publish"] and _is_default_out(ctx, settings["preset"]):   # not from a --out run
-        published = write_report(ctx.out_dir, figures_dir=REPO_ROOT / "figures",
-                                 report_path=REPO_ROOT / "results" / REPORT_FILE, **common)
-        ctx.log(f"report: published {published['path']} and {len(published['figures'])} "
-                "figure(s) in figures/")
+    if settings["publish"] and _is_default_out(ctx, settings["preset"]):  # not from a --out run
+        published = write_report(
+            ctx.out_dir,
+            figures_dir=REPO_ROOT / "figures",
+            report_path=REPO_ROOT / "results" / REPORT_FILE,
+            **common,
+        )
+        ctx.log(
+            f"report: published {published['path']} and {len(published['figures'])} "
+            "figure(s) in figures/"
+        )
     missing = [name for name, status in written["sections"].items() if status == "not run"]
     if missing:
         ctx.log(f"report: not run yet: {', '.join(missing)}")
-    return {"report": written["path"], "figures": written["figures"],
-            "sections": written["sections"],
-            "published": published["path"] if published else None}
+    return {
+        "report": written["path"],
+        "figures": written["figures"],
+        "sections": written["sections"],
+        "published": published["path"] if published else None,
+    }
 
 
-STEPS = [Step(NAME, "the report: paper vs reproduced tables, wall time, hardware "
-              "(REPORT.md)", run_report, rerun=True)]
+STEPS = [
+    Step(
+        NAME,
+        "the report: paper vs reproduced tables, wall time, hardware (REPORT.md)",
+        run_report,
+        rerun=True,
+    )
+]
 
 SETTINGS = {
     "laptop": {"report": {"preset": "laptop", "budget_minutes": 45, "publish": True}},

@@ -20,7 +20,8 @@ continues where it stopped.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from mbert_lib.pipeline.core import Context, Step
 from mbert_lib.pipeline.steps_distill import HEADLINE, ROW_NAMES, load_distill_step_experiment
@@ -49,26 +50,38 @@ def _distill(ctx: Context, row: str, row_settings: Mapping[str, Any], seed: int)
     if seed == 0:
         done = ctx.result(row)
         return done["model_dir"], done["eval"], done["train_steps"]
-    experiment = apply_overrides(load_distill_step_experiment(ctx, row_settings),
-                                 [("trainer.seed", seed)])
+    experiment = apply_overrides(
+        load_distill_step_experiment(ctx, row_settings), [("trainer.seed", seed)]
+    )
     model_dir = ctx.step_dir(NAME) / row / f"seed{seed}" / "model"
-    done = run_distillation(experiment, ctx.step_dir("teacher"), model_dir,
-                            show_progress=ctx.show_progress, log=ctx.log)
+    done = run_distillation(
+        experiment, ctx.step_dir("teacher"), model_dir, show_progress=ctx.show_progress, log=ctx.log
+    )
     return str(model_dir), done.get("eval") or {}, done.get("train_steps")
 
 
-def _finetune(ctx: Context, settings: Mapping[str, Any], row: str, init: str, seed: int,
-              loaded: dict) -> dict:
+def _finetune(
+    ctx: Context, settings: Mapping[str, Any], row: str, init: str, seed: int, loaded: dict
+) -> dict:
     """The row's seed-`seed` student fine-tuned once (fine-tuning seed: finetune.seed)."""
     from mbert_lib.finetune.trainer import cached_task_data, run_finetuning
 
     spec = settings["finetune"]
     experiment = finetune_experiment(ctx, spec, init, spec["seed"], model=row)
     directory = ctx.step_dir(NAME) / row / f"seed{seed}" / "finetune"
-    done = run_finetuning(experiment, directory, data=cached_task_data(experiment, loaded),
-                          show_progress=ctx.show_progress, log=ctx.log)
-    return {"metric": done["metric"], "value": done["eval"][done["metric"]],
-            "source": done["source"], "model_dir": str(directory)}
+    done = run_finetuning(
+        experiment,
+        directory,
+        data=cached_task_data(experiment, loaded),
+        show_progress=ctx.show_progress,
+        log=ctx.log,
+    )
+    return {
+        "metric": done["metric"],
+        "value": done["eval"][done["metric"]],
+        "source": done["source"],
+        "model_dir": str(directory),
+    }
 
 
 def run_seeds(ctx: Context, settings: Mapping[str, Any]) -> dict:
@@ -76,10 +89,13 @@ def run_seeds(ctx: Context, settings: Mapping[str, Any]) -> dict:
     from mbert_lib.finetune.search import mean_std
 
     seeds = [0, *settings["seeds"]]
-    check(len(set(seeds)) == len(seeds) and all(isinstance(s, int) and s > 0
-                                                for s in settings["seeds"]),
-          f"{NAME}.seeds", "distinct integers > 0 (seed 0 is the row's own step)",
-          settings["seeds"])
+    check(
+        len(set(seeds)) == len(seeds)
+        and all(isinstance(s, int) and s > 0 for s in settings["seeds"]),
+        f"{NAME}.seeds",
+        "distinct integers > 0 (seed 0 is the row's own step)",
+        settings["seeds"],
+    )
     rows, loaded, source = {}, {}, None
     jobs = [(row, seed) for row in settings["rows"] for seed in seeds]
     for k, (row, seed) in enumerate(jobs, 1):
@@ -87,8 +103,9 @@ def run_seeds(ctx: Context, settings: Mapping[str, Any]) -> dict:
         model_dir, metrics, updates = _distill(ctx, row, settings["rows"][row], seed)
         tuned = _finetune(ctx, settings, row, model_dir, seed, loaded)
         source = tuned["source"]
-        entry = rows.setdefault(row, {"seeds": [], "eval": [], "train_steps": [],
-                                      "downstream": [], "model_dirs": []})
+        entry = rows.setdefault(
+            row, {"seeds": [], "eval": [], "train_steps": [], "downstream": [], "model_dirs": []}
+        )
         entry["seeds"].append(seed)
         entry["eval"].append({m: metrics[m] for m in (*HEADLINE, "predictions") if m in metrics})
         entry["train_steps"].append(updates)
@@ -96,27 +113,49 @@ def run_seeds(ctx: Context, settings: Mapping[str, Any]) -> dict:
         entry["model_dirs"].append(model_dir)
         entry["metric"] = tuned["metric"]
     for entry in rows.values():
-        for key, values in [("mlm_accuracy", [e["mlm_accuracy"] for e in entry["eval"]]),
-                            ("downstream_summary", entry["downstream"])]:
+        for key, values in [
+            ("mlm_accuracy", [e["mlm_accuracy"] for e in entry["eval"]]),
+            ("downstream_summary", entry["downstream"]),
+        ]:
             mean, std = mean_std(values)
             entry[key] = {"values": values, "mean": mean, "std": std}
-    return {"task": task_name(ctx, settings["finetune"]), "source": source,
-            "finetune_seed": settings["finetune"]["seed"], "rows": rows}
+    return {
+        "task": task_name(ctx, settings["finetune"]),
+        "source": source,
+        "finetune_seed": settings["finetune"]["seed"],
+        "rows": rows,
+    }
 
 
-STEPS = [Step(NAME, "Tables 8 and 9 with more pre-training seeds (optional: "
-              "--steps distill_seeds)", run_seeds, ("teacher",), uses=_rows, optional=True)]
+STEPS = [
+    Step(
+        NAME,
+        "Tables 8 and 9 with more pre-training seeds (optional: --steps distill_seeds)",
+        run_seeds,
+        ("teacher",),
+        uses=_rows,
+        optional=True,
+    )
+]
 
 
 def _settings(preset: str, seeds: list[int]) -> dict:
     finetune = FINETUNE_SETTINGS[preset]["finetune"]
     student = {"overrides": {"trainer.learning_rate": FINETUNE_LEARNING_RATES["student"]}}
     rows = {name: DISTILL_SETTINGS[preset][name] for name in TABLE_ROWS}
-    return {NAME: {
-        "seeds": seeds, "rows": dict(rows),
-        "finetune": {"config_file": finetune["config_file"], "task": finetune["task"],
-                     "overrides": finetune["overrides"], "seed": 0,
-                     "models": {row: student for row in rows}}}}
+    return {
+        NAME: {
+            "seeds": seeds,
+            "rows": dict(rows),
+            "finetune": {
+                "config_file": finetune["config_file"],
+                "task": finetune["task"],
+                "overrides": finetune["overrides"],
+                "seed": 0,
+                "models": {row: student for row in rows},
+            },
+        }
+    }
 
 
 SETTINGS = {"laptop": _settings("laptop", [1, 2]), "smoke": _settings("smoke", [1])}

@@ -17,7 +17,7 @@ its own rows (+PD against no transfer), in MNLI-m dev points.
 
 from __future__ import annotations
 
-from typing import Mapping, Optional
+from collections.abc import Mapping
 
 import pandas as pd
 
@@ -28,30 +28,49 @@ from mbert_lib.seed_contrast import contrast, verdict
 FINDINGS = {
     "PKT > JKT > AKT (Table 8)": [
         ("PKT − JKT", {"pkt": 1, "jkt": -1}, {("8", "PKT"): 1, ("8", "JKT"): -1}),
-        ("JKT − AKT", {"jkt": 1, "akt": -1}, {("8", "JKT"): 1, ("8", "AKT"): -1})],
+        ("JKT − AKT", {"jkt": 1, "akt": -1}, {("8", "JKT"): 1, ("8", "AKT"): -1}),
+    ],
     "PD helps (Table 9)": [
-        ("+PD − the row above", {"ablation_pd": 1, "ablation_copy": -1},
-         {("9", "+PD"): 1, ("9", "no transfer"): -1})],
+        (
+            "+PD − the row above",
+            {"ablation_pd": 1, "ablation_copy": -1},
+            {("9", "+PD"): 1, ("9", "no transfer"): -1},
+        )
+    ],
     "FMT contributes most (Table 9)": [
-        ("FMT's gain − PD's", {"ablation_pd_fmt": 1, "ablation_pd": -2, "ablation_copy": 1},
-         {("9", "+PD+FMT"): 1, ("9", "+PD"): -2, ("9", "no transfer"): 1}),
-        ("FMT's gain − AT's", {"ablation_pd_fmt": 2, "ablation_pd": -1, "pkt": -1},
-         {("9", "+PD+FMT"): 2, ("9", "+PD"): -1, ("9", "+PD+FMT+AT"): -1})],
+        (
+            "FMT's gain − PD's",
+            {"ablation_pd_fmt": 1, "ablation_pd": -2, "ablation_copy": 1},
+            {("9", "+PD+FMT"): 1, ("9", "+PD"): -2, ("9", "no transfer"): 1},
+        ),
+        (
+            "FMT's gain − AT's",
+            {"ablation_pd_fmt": 2, "ablation_pd": -1, "pkt": -1},
+            {("9", "+PD+FMT"): 2, ("9", "+PD"): -1, ("9", "+PD+FMT+AT"): -1},
+        ),
+    ],
     "AT helps (Table 9)": [
-        ("+PD+FMT+AT − +PD+FMT", {"pkt": 1, "ablation_pd_fmt": -1},
-         {("9", "+PD+FMT+AT"): 1, ("9", "+PD+FMT"): -1})],
+        (
+            "+PD+FMT+AT − +PD+FMT",
+            {"pkt": 1, "ablation_pd_fmt": -1},
+            {("9", "+PD+FMT+AT"): 1, ("9", "+PD+FMT"): -1},
+        )
+    ],
 }
-METRICS = {"held-out MLM acc": lambda entry: entry["mlm_accuracy"]["values"],
-           "fine-tuned dev acc": lambda entry: entry["downstream"]}
+METRICS = {
+    "held-out MLM acc": lambda entry: entry["mlm_accuracy"]["values"],
+    "fine-tuned dev acc": lambda entry: entry["downstream"],
+}
 
 
 def _paper_points(coefficients: Mapping[tuple[str, str], float]) -> float:
     tables = {"8": paper.TABLE8, "9": paper.TABLE9}
-    return sum(c * tables[t][row][paper.CONFIRMED_TASK].value
-               for (t, row), c in coefficients.items())
+    return sum(
+        c * tables[t][row][paper.CONFIRMED_TASK].value for (t, row), c in coefficients.items()
+    )
 
 
-def findings_table(seed_rows: Mapping[str, dict]) -> Optional[pd.DataFrame]:
+def findings_table(seed_rows: Mapping[str, dict]) -> pd.DataFrame | None:
     """One row per comparison: the paper's difference (MNLI-m points), and per metric ours
     (points, mean over seeds), its standard error and verdict, and the finding's verdict.
     `seed_rows`: the distill_seeds step's result["rows"]. None without it."""
@@ -61,18 +80,30 @@ def findings_table(seed_rows: Mapping[str, dict]) -> Optional[pd.DataFrame]:
     for finding, comparisons in FINDINGS.items():
         rows = []
         for name, ours, theirs in comparisons:
-            row = {"finding": finding, "comparison": name,
-                   "paper MNLI-m (points)": _paper_points(theirs)}
+            row = {
+                "finding": finding,
+                "comparison": name,
+                "paper MNLI-m (points)": _paper_points(theirs),
+            }
             for metric, values_of in METRICS.items():
                 if not all(step in seed_rows for step in ours):
-                    row.update({f"{metric}: ours (points)": float("nan"),
-                                f"{metric}: s.e.": float("nan"),
-                                f"{metric}: verdict": "row not run"})
+                    row.update(
+                        {
+                            f"{metric}: ours (points)": float("nan"),
+                            f"{metric}: s.e.": float("nan"),
+                            f"{metric}: verdict": "row not run",
+                        }
+                    )
                     continue
                 values = {step: [100 * v for v in values_of(seed_rows[step])] for step in ours}
                 d, se = contrast(ours, values)
-                row.update({f"{metric}: ours (points)": d, f"{metric}: s.e.": se,
-                            f"{metric}: verdict": verdict(d, se)})
+                row.update(
+                    {
+                        f"{metric}: ours (points)": d,
+                        f"{metric}: s.e.": se,
+                        f"{metric}: verdict": verdict(d, se),
+                    }
+                )
             rows.append(row)
         for metric in METRICS:
             reproduced = all(r[f"{metric}: verdict"] == "shown" for r in rows)

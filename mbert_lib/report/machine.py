@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import platform
 from importlib import metadata
-from typing import Optional
 
 from mbert_lib.step_records import load_average
 
@@ -24,7 +23,7 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine() or "unknown"
 
 
-def memory_gib() -> Optional[float]:
+def memory_gib() -> float | None:
     """Physical memory in GiB, or None where the OS does not say."""
     try:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
@@ -45,6 +44,11 @@ def versions(packages=PACKAGES) -> dict[str, str]:
 
 def machine_info() -> dict:
     """{cpu, cores, memory_gib, os, versions, load_average} of this machine, now."""
-    return {"cpu": cpu_model(), "cores": os.cpu_count(), "memory_gib": memory_gib(),
-            "os": f"{platform.system()} {platform.release()}", "versions": versions(),
-            "load_average": load_average()}
+    return {
+        "cpu": cpu_model(),
+        "cores": os.cpu_count(),
+        "memory_gib": memory_gib(),
+        "os": f"{platform.system()} {platform.release()}",
+        "versions": versions(),
+        "load_average": load_average(),
+    }

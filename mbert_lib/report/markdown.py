@@ -32,8 +32,10 @@ def table(frame: pd.DataFrame, index: bool = False, digits: int = 4) -> str:
         frame = frame.reset_index()
     columns = [str(c) for c in frame.columns]
     numeric = [pd.api.types.is_numeric_dtype(frame[c]) for c in frame.columns]
-    lines = ["| " + " | ".join(cell(c) for c in columns) + " |",
-             "|" + "|".join("---:" if n else "---" for n in numeric) + "|"]
+    lines = [
+        "| " + " | ".join(cell(c) for c in columns) + " |",
+        "|" + "|".join("---:" if n else "---" for n in numeric) + "|",
+    ]
     for row in frame.itertuples(index=False):
         lines.append("| " + " | ".join(cell(v, digits) for v in row) + " |")
     return "\n".join(lines)
@@ -41,5 +43,6 @@ def table(frame: pd.DataFrame, index: bool = False, digits: int = 4) -> str:
 
 def not_run(step: str, what: str = "") -> str:
     """The paragraph of a section whose step has no record."""
-    return (f"_{NOT_RUN}: no finished `{step}` step in this run"
-            + (f" ({what})" if what else "") + "._")
+    return (
+        f"_{NOT_RUN}: no finished `{step}` step in this run" + (f" ({what})" if what else "") + "._"
+    )

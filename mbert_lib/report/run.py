@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Mapping, Optional, Sequence
 
 import pandas as pd
 
@@ -18,7 +18,7 @@ def busy_threshold(cores: int) -> float:
     return cores + 1.0
 
 
-def _load(record: Mapping, when: str) -> Optional[float]:
+def _load(record: Mapping, when: str) -> float | None:
     values = (record.get("load_average") or {}).get(when)
     return float(values[0]) if values else None
 
@@ -30,13 +30,25 @@ def wall_time_table(records: Records, cores: int) -> pd.DataFrame:
     rows = []
     for name, record in records.items():
         loads = [x for x in (_load(record, "start"), _load(record, "end")) if x is not None]
-        busy = ("—" if not loads else
-                "yes" if max(loads) > busy_threshold(record.get("cpu_count") or cores) else "no")
-        rows.append({"step": name, "seconds": float(record["seconds"]),
-                     "minutes": float(record["seconds"]) / 60,
-                     "share (%)": 100 * float(record["seconds"]) / total,
-                     "load at start": _load(record, "start"), "load at end": _load(record, "end"),
-                     "busy machine": busy, "finished": record.get("finished", "")})
+        busy = (
+            "—"
+            if not loads
+            else "yes"
+            if max(loads) > busy_threshold(record.get("cpu_count") or cores)
+            else "no"
+        )
+        rows.append(
+            {
+                "step": name,
+                "seconds": float(record["seconds"]),
+                "minutes": float(record["seconds"]) / 60,
+                "share (%)": 100 * float(record["seconds"]) / total,
+                "load at start": _load(record, "start"),
+                "load at end": _load(record, "end"),
+                "busy machine": busy,
+                "finished": record.get("finished", ""),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -45,14 +57,21 @@ def budget_summary(records: Records, budget_minutes: float) -> dict:
     step's start to the last step's end (includes pauses and resumptions)."""
     minutes = sum(float(r["seconds"]) for r in records.values()) / 60
     spans = [s for s in map(started_finished, records.values()) if s is not None]
-    span = ((max(e for _, e in spans) - min(s for s, _ in spans)).total_seconds() / 60
-            if spans else None)
-    return {"steps": len(records), "minutes": minutes, "span_minutes": span,
-            "budget_minutes": budget_minutes,
-            "status": "met" if minutes <= budget_minutes else "not met"}
+    span = (
+        (max(e for _, e in spans) - min(s for s, _ in spans)).total_seconds() / 60
+        if spans
+        else None
+    )
+    return {
+        "steps": len(records),
+        "minutes": minutes,
+        "span_minutes": span,
+        "budget_minutes": budget_minutes,
+        "status": "met" if minutes <= budget_minutes else "not met",
+    }
 
 
-def data_provenance(records: Records) -> Optional[dict]:
+def data_provenance(records: Records) -> dict | None:
     """The data step's source, directory, corpus files with sha256, example counts, and the
     sha256 of the training text and tokenizer (from the files the step wrote)."""
     data = result(records, "data")
@@ -62,13 +81,17 @@ def data_provenance(records: Records) -> Optional[dict]:
     manifest = _read_json(examples / "manifest.json") or {}
     sources = _read_json(examples.parent / "corpus" / "sources.json") or {}
     key = manifest.get("key", {})
-    return {"source": data.get("source"), "data_dir": data.get("data_dir"),
-            "corpus": manifest.get("corpus") or sources.get("corpus"),
-            "counts": data.get("counts"), "files": sources.get("files", []),
-            "train_text_sha256": key.get("train_text_sha256"),
-            "heldout_text_sha256": key.get("heldout_text_sha256"),
-            "tokenizer_sha256": key.get("tokenizer_sha256"),
-            "fingerprint": records["data"].get("fingerprint")}
+    return {
+        "source": data.get("source"),
+        "data_dir": data.get("data_dir"),
+        "corpus": manifest.get("corpus") or sources.get("corpus"),
+        "counts": data.get("counts"),
+        "files": sources.get("files", []),
+        "train_text_sha256": key.get("train_text_sha256"),
+        "heldout_text_sha256": key.get("heldout_text_sha256"),
+        "tokenizer_sha256": key.get("tokenizer_sha256"),
+        "fingerprint": records["data"].get("fingerprint"),
+    }
 
 
 def seeds_table(records: Records, steps: Sequence[str] = ()) -> pd.DataFrame:
@@ -76,8 +99,13 @@ def seeds_table(records: Records, steps: Sequence[str] = ()) -> pd.DataFrame:
     fine-tuning seeds per model, and the optional distill_seeds step's pre-training seeds."""
     rows = []
     if "data" in records:
-        rows.append({"step": "data", "seed": str(records["data"]["settings"].get("seed")),
-                     "what": "corpus split, masking, NSP pairs"})
+        rows.append(
+            {
+                "step": "data",
+                "seed": str(records["data"]["settings"].get("seed")),
+                "what": "corpus split, masking, NSP pairs",
+            }
+        )
     for name in steps or records:
         model_dir = (result(records, name) or {}).get("model_dir")
         seed = _trainer_seed(model_dir) if model_dir else None
@@ -86,18 +114,27 @@ def seeds_table(records: Records, steps: Sequence[str] = ()) -> pd.DataFrame:
     finetune = result(records, "finetune") or {}
     for model, entry in finetune.get("models", {}).items():
         if entry.get("status") == "done":
-            rows.append({"step": f"finetune/{model}",
-                         "seed": ", ".join(map(str, entry["seeds"])),
-                         "what": "fine-tuning runs"})
+            rows.append(
+                {
+                    "step": f"finetune/{model}",
+                    "seed": ", ".join(map(str, entry["seeds"])),
+                    "what": "fine-tuning runs",
+                }
+            )
     seeded = result(records, "distill_seeds") or {}
     for row, entry in seeded.get("rows", {}).items():
-        rows.append({"step": f"distill_seeds/{row}", "seed": ", ".join(map(str, entry["seeds"])),
-                     "what": "pre-training (trainer.seed), each fine-tuned once with seed "
-                             f"{seeded.get('finetune_seed', 0)}"})
+        rows.append(
+            {
+                "step": f"distill_seeds/{row}",
+                "seed": ", ".join(map(str, entry["seeds"])),
+                "what": "pre-training (trainer.seed), each fine-tuned once with seed "
+                f"{seeded.get('finetune_seed', 0)}",
+            }
+        )
     return pd.DataFrame(rows, columns=["step", "seed", "what"])
 
 
-def _trainer_seed(model_dir: str) -> Optional[int]:
+def _trainer_seed(model_dir: str) -> int | None:
     import yaml
 
     path = Path(model_dir) / "experiment.yaml"
@@ -108,7 +145,7 @@ def _trainer_seed(model_dir: str) -> Optional[int]:
     return (experiment.get("trainer") or {}).get("seed")
 
 
-def _read_json(path: os.PathLike) -> Optional[dict]:
+def _read_json(path: os.PathLike) -> dict | None:
     try:
         return json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError):

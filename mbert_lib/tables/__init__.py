@@ -35,7 +35,19 @@ from mbert_lib.tables.table7_norm_act import (
 )
 
 __all__ = [
-    "ACCURACY_TARGETS", "LATENCY_TARGETS", "combination_label", "grid_model", "keras_table7",
-    "latency_table", "paper_table6", "ratios", "size_table", "table6", "table6_with_targets",
-    "table7", "table7_by_threads", "targets", "targets_summary",
+    "ACCURACY_TARGETS",
+    "LATENCY_TARGETS",
+    "combination_label",
+    "grid_model",
+    "keras_table7",
+    "latency_table",
+    "paper_table6",
+    "ratios",
+    "size_table",
+    "table6",
+    "table6_with_targets",
+    "table7",
+    "table7_by_threads",
+    "targets",
+    "targets_summary",
 ]

@@ -1,4 +1,4 @@
-""""4.3× smaller, 5.5× faster than BERT_BASE": file sizes, latencies, their ratios and the
+""" "4.3× smaller, 5.5× faster than BERT_BASE": file sizes, latencies, their ratios and the
 project's latency targets, from the `latency` step's records ({"model",
 "normalization_type", "hidden_act", "precision", "threads", "median_ms", "min_ms",
 "size_bytes", "params", ...}, `mbert_lib.bench.tflite_latency.measure`).
@@ -6,7 +6,7 @@ project's latency targets, from the `latency` step's records ({"model",
 
 from __future__ import annotations
 
-from typing import Mapping, Optional, Sequence
+from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
@@ -19,14 +19,20 @@ from mbert_lib.tables.table6_quantization import met
 LATENCY_TARGETS = (
     ("model_fp32_ms", "<=", 40.0, "MobileBERT fp32 latency (ms)"),
     ("latency_ratio_fp32", ">=", 4.5, "BERT_BASE / MobileBERT latency, fp32"),
-    ("fastest_speedup", ">=", paper.FASTER_THAN_BERT_BASE,
-     "BERT_BASE fp32 / fastest MobileBERT variant"),
+    (
+        "fastest_speedup",
+        ">=",
+        paper.FASTER_THAN_BERT_BASE,
+        "BERT_BASE fp32 / fastest MobileBERT variant",
+    ),
     ("size_ratio_fp32", ">=", paper.SMALLER_THAN_BERT_BASE, "BERT_BASE / MobileBERT file size"),
 )
-_PAPER_VALUES = {"model_fp32_ms": f"{paper.PIXEL4_LATENCY_MS['mobilebert']:g} (Pixel 4, 4 thr.)",
-                 "latency_ratio_fp32": f"{paper.FASTER_THAN_BERT_BASE:g}",
-                 "fastest_speedup": f"{paper.FASTER_THAN_BERT_BASE:g}",
-                 "size_ratio_fp32": f"{paper.SMALLER_THAN_BERT_BASE:g} (parameters)"}
+_PAPER_VALUES = {
+    "model_fp32_ms": f"{paper.PIXEL4_LATENCY_MS['mobilebert']:g} (Pixel 4, 4 thr.)",
+    "latency_ratio_fp32": f"{paper.FASTER_THAN_BERT_BASE:g}",
+    "fastest_speedup": f"{paper.FASTER_THAN_BERT_BASE:g}",
+    "size_ratio_fp32": f"{paper.SMALLER_THAN_BERT_BASE:g} (parameters)",
+}
 
 
 def size_table(records: Sequence[Mapping]) -> pd.DataFrame:
@@ -35,12 +41,18 @@ def size_table(records: Sequence[Mapping]) -> pd.DataFrame:
     rows = {}
     for r in records:
         config = MODELS[r["model"]][0]
-        if (r["normalization_type"], r["hidden_act"]) != (config.normalization_type,
-                                                          config.hidden_act):
+        if (r["normalization_type"], r["hidden_act"]) != (
+            config.normalization_type,
+            config.hidden_act,
+        ):
             continue
         rows[(r["model"], r["precision"])] = {
-            "model": r["model"], "precision": r["precision"], "params (M)": r["params"] / 1e6,
-            "size MB": r["size_bytes"] / 1e6, "bytes / param": r["size_bytes"] / r["params"]}
+            "model": r["model"],
+            "precision": r["precision"],
+            "params (M)": r["params"] / 1e6,
+            "size MB": r["size_bytes"] / 1e6,
+            "bytes / param": r["size_bytes"] / r["params"],
+        }
     df = pd.DataFrame(list(rows.values()))
     ratios = []
     for _, row in df.iterrows():
@@ -48,16 +60,20 @@ def size_table(records: Sequence[Mapping]) -> pd.DataFrame:
         base = rows.get((baseline, row.precision)) if baseline else None
         ratios.append(base["size MB"] / row["size MB"] if base else None)
     df["baseline / model"] = ratios
-    df["paper"] = [f"{paper.SMALLER_THAN_BERT_BASE:g}× (parameters)" if r is not None else ""
-                   for r in ratios]
+    df["paper"] = [
+        f"{paper.SMALLER_THAN_BERT_BASE:g}× (parameters)" if r is not None else "" for r in ratios
+    ]
     return df
 
 
 def latency_table(records: Sequence[Mapping]) -> pd.DataFrame:
     """Median ms of every (model, norm, act, precision), one column per thread count."""
     df = pd.DataFrame(list(records))
-    table = df.pivot_table(index=["model", "normalization_type", "hidden_act", "precision"],
-                           columns="threads", values="median_ms")
+    table = df.pivot_table(
+        index=["model", "normalization_type", "hidden_act", "precision"],
+        columns="threads",
+        values="median_ms",
+    )
     table.columns = [f"{n} thread{'s' if n > 1 else ''} (ms)" for n in table.columns]
     return table.reset_index()
 
@@ -73,9 +89,17 @@ def targets(records: Sequence[Mapping], threads: int = 2) -> pd.DataFrame:
     for key, op, bound, what in LATENCY_TARGETS:
         value = summary[key]
         met = value <= bound if op == "<=" else value >= bound
-        out.append({"quantity": what, "pair": f"{summary['baseline']} / {summary['model']}",
-                    "threads": threads, "ours": value, "target": f"{op} {bound:g}",
-                    "met": bool(met), "paper": _PAPER_VALUES[key]})
+        out.append(
+            {
+                "quantity": what,
+                "pair": f"{summary['baseline']} / {summary['model']}",
+                "threads": threads,
+                "ours": value,
+                "target": f"{op} {bound:g}",
+                "met": bool(met),
+                "paper": _PAPER_VALUES[key],
+            }
+        )
     return pd.DataFrame(out)
 
 
@@ -98,36 +122,58 @@ def ratios(records: Sequence[Mapping]) -> pd.DataFrame:
     return frame
 
 
-def targets_summary(ratio_frame: pd.DataFrame, tflite: Optional[Mapping] = None,
-            accuracy_model: str = "pkt") -> pd.DataFrame:
+def targets_summary(
+    ratio_frame: pd.DataFrame, tflite: Mapping | None = None, accuracy_model: str = "pkt"
+) -> pd.DataFrame:
     """The project's four targets on the paper-size pair (mobilebert vs bert_base) at 2 threads;
     the fastest variant's SST-2 accuracy from `tflite` (`accuracy_model`) beside it."""
     rows = []
-    pair = ratio_frame[(ratio_frame.model == TARGET_MODELS[0])
-                       & (ratio_frame.baseline == TARGET_MODELS[1])] \
-        if not ratio_frame.empty else ratio_frame
+    pair = (
+        ratio_frame[
+            (ratio_frame.model == TARGET_MODELS[0]) & (ratio_frame.baseline == TARGET_MODELS[1])
+        ]
+        if not ratio_frame.empty
+        else ratio_frame
+    )
     two = pair[pair.threads == 2] if not pair.empty else pair
     if two.empty:
         return pd.DataFrame(columns=["target", "goal", "ours", "status"])
     r = two.iloc[0]
     accuracy = ""
-    variant = ((tflite or {}).get("models", {}).get(accuracy_model, {})
-               .get("variants", {}).get(r.fastest_precision, {}))
+    variant = (
+        (tflite or {})
+        .get("models", {})
+        .get(accuracy_model, {})
+        .get("variants", {})
+        .get(r.fastest_precision, {})
+    )
     if "accuracy" in variant:
         accuracy = f"; {accuracy_model} at {r.fastest_precision}: {100 * variant['accuracy']:.1f}%"
     size = paper.SMALLER_THAN_BERT_BASE
     rows = [
-        {"target": "MobileBERT fp32, 2 threads", "goal": f"≤ {FP32_2THREAD_MS_TARGET:g} ms",
-         "ours": f"{r.model_fp32_ms:.1f} ms", "status": met(
-             r.model_fp32_ms <= FP32_2THREAD_MS_TARGET)},
-        {"target": "BERT_BASE / MobileBERT latency, fp32", "goal":
-         f"≥ {FP32_LATENCY_RATIO_TARGET:g}×", "ours": f"{r.latency_ratio_fp32:.2f}×",
-         "status": met(r.latency_ratio_fp32 >= FP32_LATENCY_RATIO_TARGET)},
-        {"target": "BERT_BASE fp32 / fastest MobileBERT variant",
-         "goal": f"≥ {paper.FASTER_THAN_BERT_BASE:g}× (paper)",
-         "ours": f"{r.fastest_speedup:.2f}× ({r.fastest_precision}{accuracy})",
-         "status": met(r.fastest_speedup >= paper.FASTER_THAN_BERT_BASE)},
-        {"target": "BERT_BASE / MobileBERT size, fp32", "goal": f"≥ {size:g}× (paper)",
-         "ours": f"{r.size_ratio_fp32:.2f}×", "status": met(r.size_ratio_fp32 >= size)},
+        {
+            "target": "MobileBERT fp32, 2 threads",
+            "goal": f"≤ {FP32_2THREAD_MS_TARGET:g} ms",
+            "ours": f"{r.model_fp32_ms:.1f} ms",
+            "status": met(r.model_fp32_ms <= FP32_2THREAD_MS_TARGET),
+        },
+        {
+            "target": "BERT_BASE / MobileBERT latency, fp32",
+            "goal": f"≥ {FP32_LATENCY_RATIO_TARGET:g}×",
+            "ours": f"{r.latency_ratio_fp32:.2f}×",
+            "status": met(r.latency_ratio_fp32 >= FP32_LATENCY_RATIO_TARGET),
+        },
+        {
+            "target": "BERT_BASE fp32 / fastest MobileBERT variant",
+            "goal": f"≥ {paper.FASTER_THAN_BERT_BASE:g}× (paper)",
+            "ours": f"{r.fastest_speedup:.2f}× ({r.fastest_precision}{accuracy})",
+            "status": met(r.fastest_speedup >= paper.FASTER_THAN_BERT_BASE),
+        },
+        {
+            "target": "BERT_BASE / MobileBERT size, fp32",
+            "goal": f"≥ {size:g}× (paper)",
+            "ours": f"{r.size_ratio_fp32:.2f}×",
+            "status": met(r.size_ratio_fp32 >= size),
+        },
     ]
     return pd.DataFrame(rows)

@@ -8,7 +8,7 @@ Input: the pipeline's `tflite` step result ({"task", "models": {model: {"keras_a
 from __future__ import annotations
 
 import math
-from typing import Mapping, Optional
+from collections.abc import Mapping
 
 import pandas as pd
 
@@ -25,7 +25,7 @@ ACCURACY_TARGETS = {
 }
 
 
-def table6(result: Mapping, names: Optional[Mapping[str, str]] = None) -> pd.DataFrame:
+def table6(result: Mapping, names: Mapping[str, str] | None = None) -> pd.DataFrame:
     """One row per (model, precision) of a `tflite` step result: dev accuracy through the
     interpreter, its difference from the Keras model in points, max |Δlogit|, size, and
     how many times smaller than fp32; a precision that failed has its error instead."""
@@ -33,29 +33,51 @@ def table6(result: Mapping, names: Optional[Mapping[str, str]] = None) -> pd.Dat
     for model, entry in result["models"].items():
         keras = entry["keras_accuracy"]
         fp32 = entry["variants"].get("fp32", {}).get("size_bytes")
-        rows.append({"model": (names or {}).get(model, model), "precision": "Keras (float32)",
-                     "accuracy %": 100 * keras, "Δ vs Keras (points)": 0.0,
-                     "max |Δlogit|": 0.0, "size MB": None, "× smaller than fp32": None,
-                     "error": ""})
+        rows.append(
+            {
+                "model": (names or {}).get(model, model),
+                "precision": "Keras (float32)",
+                "accuracy %": 100 * keras,
+                "Δ vs Keras (points)": 0.0,
+                "max |Δlogit|": 0.0,
+                "size MB": None,
+                "× smaller than fp32": None,
+                "error": "",
+            }
+        )
         for precision, v in entry["variants"].items():
             if "error" in v:
-                rows.append({"model": (names or {}).get(model, model), "precision": precision,
-                             "error": v["error"]})
+                rows.append(
+                    {
+                        "model": (names or {}).get(model, model),
+                        "precision": precision,
+                        "error": v["error"],
+                    }
+                )
                 continue
-            rows.append({"model": (names or {}).get(model, model), "precision": precision,
-                         "accuracy %": 100 * v["accuracy"],
-                         "Δ vs Keras (points)": 100 * (v["accuracy"] - keras),
-                         "max |Δlogit|": v["max_abs_logit_diff"],
-                         "size MB": v["size_bytes"] / 1e6,
-                         "× smaller than fp32": fp32 / v["size_bytes"] if fp32 else None,
-                         "error": ""})
+            rows.append(
+                {
+                    "model": (names or {}).get(model, model),
+                    "precision": precision,
+                    "accuracy %": 100 * v["accuracy"],
+                    "Δ vs Keras (points)": 100 * (v["accuracy"] - keras),
+                    "max |Δlogit|": v["max_abs_logit_diff"],
+                    "size MB": v["size_bytes"] / 1e6,
+                    "× smaller than fp32": fp32 / v["size_bytes"] if fp32 else None,
+                    "error": "",
+                }
+            )
     return pd.DataFrame(rows)
 
 
 def paper_table6() -> pd.DataFrame:
     """The paper's SST-2 dev accuracy before and after 8-bit quantization (≈: unconfirmed)."""
-    return pd.DataFrame([{"model": name, "SST-2 dev accuracy": str(value)}
-                         for name, value in paper.TABLE6_SST2_DEV.items()])
+    return pd.DataFrame(
+        [
+            {"model": name, "SST-2 dev accuracy": str(value)}
+            for name, value in paper.TABLE6_SST2_DEV.items()
+        ]
+    )
 
 
 def met(ok: bool) -> str:
@@ -80,23 +102,48 @@ def table6_with_targets(tflite: Mapping) -> pd.DataFrame:
     rows = []
     for model, group in long.groupby("model", sort=False):
         keras = group[group["precision"] == "Keras (float32)"].iloc[0]["accuracy %"]
-        variants = {r["precision"]: r for r in group.to_dict("records")
-                    if r["precision"] != "Keras (float32)"}
+        variants = {
+            r["precision"]: r
+            for r in group.to_dict("records")
+            if r["precision"] != "Keras (float32)"
+        }
         for precision in [p for p in PRECISIONS if p in variants] + [
-                p for p in variants if p not in PRECISIONS]:
+            p for p in variants if p not in PRECISIONS
+        ]:
             v = variants[precision]
             target, status = _status(precision, v)
-            row = {"model": model, "precision": precision, "Keras acc (%)": keras,
-                   "target": target, "status": status}
+            row = {
+                "model": model,
+                "precision": precision,
+                "Keras acc (%)": keras,
+                "target": target,
+                "status": status,
+            }
             if v.get("error"):
                 row["TFLite acc (%)"] = f"export failed: {v['error']}"
             else:
-                row.update({"TFLite acc (%)": v["accuracy %"],
-                            "Δ vs Keras (points)": v["Δ vs Keras (points)"],
-                            "max |Δlogit|": v["max |Δlogit|"], "size (MB)": v["size MB"],
-                            "fp32 size / size": v["× smaller than fp32"]
-                            if v["× smaller than fp32"] is not None else math.nan})
+                row.update(
+                    {
+                        "TFLite acc (%)": v["accuracy %"],
+                        "Δ vs Keras (points)": v["Δ vs Keras (points)"],
+                        "max |Δlogit|": v["max |Δlogit|"],
+                        "size (MB)": v["size MB"],
+                        "fp32 size / size": v["× smaller than fp32"]
+                        if v["× smaller than fp32"] is not None
+                        else math.nan,
+                    }
+                )
             rows.append(row)
-    columns = ["model", "precision", "Keras acc (%)", "TFLite acc (%)", "Δ vs Keras (points)",
-               "max |Δlogit|", "size (MB)", "fp32 size / size", "target", "status"]
+    columns = [
+        "model",
+        "precision",
+        "Keras acc (%)",
+        "TFLite acc (%)",
+        "Δ vs Keras (points)",
+        "max |Δlogit|",
+        "size (MB)",
+        "fp32 size / size",
+        "target",
+        "status",
+    ]
     return pd.DataFrame(rows).reindex(columns=columns)

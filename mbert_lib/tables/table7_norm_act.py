@@ -8,7 +8,7 @@ without XLA; `keras_table7`). Each beside the paper's Pixel 4 cells.
 
 from __future__ import annotations
 
-from typing import Mapping, Optional, Sequence
+from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
@@ -47,27 +47,37 @@ def table7(records: Sequence[Mapping], model: str = "mobilebert") -> pd.DataFram
             if combo not in cells:
                 continue
             p = TABLE7_MS[combo]
-            rows.append({"normalization": combo[0], "activation": combo[1], "threads": threads,
-                         "median ms": cells[combo].median_ms, "min ms": cells[combo].min_ms,
-                         "ratio to LN+gelu": cells[combo].median_ms / base,
-                         "paper Pixel 4": str(p),
-                         "paper ratio": ("≈" if p.approx or baseline.approx else "")
-                         + f"{p.value / baseline.value:.2f}"})
+            rows.append(
+                {
+                    "normalization": combo[0],
+                    "activation": combo[1],
+                    "threads": threads,
+                    "median ms": cells[combo].median_ms,
+                    "min ms": cells[combo].min_ms,
+                    "ratio to LN+gelu": cells[combo].median_ms / base,
+                    "paper Pixel 4": str(p),
+                    "paper ratio": ("≈" if p.approx or baseline.approx else "")
+                    + f"{p.value / baseline.value:.2f}",
+                }
+            )
     return pd.DataFrame(rows)
 
 
-def grid_model(records: Sequence[Mapping]) -> Optional[str]:
+def grid_model(records: Sequence[Mapping]) -> str | None:
     """The model whose fp32 records cover Table 7's norm × activation grid (the
     MobileBERT shape: BERT_BASE is exported with its own LayerNorm + gelu only)."""
     for model in dict.fromkeys(r["model"] for r in records):
-        combos = {(r["normalization_type"], r["hidden_act"]) for r in records
-                  if r["model"] == model and r["precision"] == "fp32"}
+        combos = {
+            (r["normalization_type"], r["hidden_act"])
+            for r in records
+            if r["model"] == model and r["precision"] == "fp32"
+        }
         if set(TABLE7_GRID) <= combos:
             return model
     return None
 
 
-def table7_by_threads(records: Sequence[Mapping]) -> Optional[pd.DataFrame]:
+def table7_by_threads(records: Sequence[Mapping]) -> pd.DataFrame | None:
     """`table7` of the grid model, one row per norm × activation with a pair
     of columns (ms, ratio to LayerNorm + gelu) per thread count, beside the paper's cells."""
     model = grid_model(records)
@@ -102,8 +112,8 @@ def keras_table7(records: Sequence[Mapping], paper: Mapping = TABLE7_MS) -> pd.D
     cells = [paper.get((n, a)) for n, a in zip(df.normalization_type, df.hidden_act)]
     df["paper Pixel 4"] = [str(v) if v else "" for v in cells]
     df["paper ratio"] = [paper_ratio_text(v, paper[BASELINE]) if v else "" for v in cells]
-    df["combination"] = [combination_label(n, a, " ")
-                         for n, a in zip(df.normalization_type, df.hidden_act)]
-    columns = ["combination", "jit", "median_ms", "min_ms", "ratio", "paper Pixel 4",
-               "paper ratio"]
+    df["combination"] = [
+        combination_label(n, a, " ") for n, a in zip(df.normalization_type, df.hidden_act)
+    ]
+    columns = ["combination", "jit", "median_ms", "min_ms", "ratio", "paper Pixel 4", "paper ratio"]
     return df[columns].reset_index(drop=True)

@@ -20,7 +20,6 @@ import json
 import os
 import shutil
 import time
-from typing import Optional
 
 import tensorflow as tf
 
@@ -36,14 +35,15 @@ class RunCheckpoint:
     def __init__(self, directory: str | os.PathLike, max_to_keep: int = 3, **objects):
         self.directory = os.fspath(directory)
         self.checkpoint = tf.train.Checkpoint(**objects)
-        self.manager = tf.train.CheckpointManager(self.checkpoint, self.directory,
-                                                  max_to_keep=max_to_keep)
+        self.manager = tf.train.CheckpointManager(
+            self.checkpoint, self.directory, max_to_keep=max_to_keep
+        )
 
     @property
-    def latest(self) -> Optional[str]:
+    def latest(self) -> str | None:
         return self.manager.latest_checkpoint
 
-    def restore_latest(self, log=print) -> Optional[str]:
+    def restore_latest(self, log=print) -> str | None:
         """Restores the newest readable checkpoint, if any; its path, or None for a fresh run.
 
         Every object given to the constructor must be fully built (optimizer
@@ -62,9 +62,13 @@ class RunCheckpoint:
                 continue
             return path
         if newest_first:
-            raise DamagedCheckpointError(newest_first[0], RuntimeError(
-                f"none of the {len(newest_first)} checkpoint(s) in {self.directory} can be "
-                "read; delete the directory to start again"))
+            raise DamagedCheckpointError(
+                newest_first[0],
+                RuntimeError(
+                    f"none of the {len(newest_first)} checkpoint(s) in {self.directory} can be "
+                    "read; delete the directory to start again"
+                ),
+            )
         return None
 
     def save(self, step: int) -> str:
@@ -82,7 +86,7 @@ class RunCheckpoint:
             raise
 
 
-def read_done(model_dir: str | os.PathLike) -> Optional[dict]:
+def read_done(model_dir: str | os.PathLike) -> dict | None:
     """The contents of model_dir's done marker, or None if the run has not finished."""
     path = os.path.join(os.fspath(model_dir), DONE_FILE)
     if not os.path.exists(path):
@@ -102,10 +106,15 @@ def is_done(model_dir: str | os.PathLike, train_steps: int) -> bool:
 
 def write_done(model_dir: str | os.PathLike, train_steps: int, **info) -> None:
     """Marks the run finished (atomically): the last file a run writes."""
-    record = {"train_steps": int(train_steps),
-              "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **info}
-    atomic.write_text(os.path.join(os.fspath(model_dir), DONE_FILE),
-                      json.dumps(record, indent=2, sort_keys=True) + "\n")
+    record = {
+        "train_steps": int(train_steps),
+        "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        **info,
+    }
+    atomic.write_text(
+        os.path.join(os.fspath(model_dir), DONE_FILE),
+        json.dumps(record, indent=2, sort_keys=True) + "\n",
+    )
 
 
 def is_chief(strategy: tf.distribute.Strategy) -> bool:
@@ -114,8 +123,10 @@ def is_chief(strategy: tf.distribute.Strategy) -> bool:
     if resolver is None or not resolver.task_type:
         return True
     return resolver.task_type == "chief" or (
-        resolver.task_type == "worker" and resolver.task_id == 0
-        and "chief" not in resolver.cluster_spec().as_dict())
+        resolver.task_type == "worker"
+        and resolver.task_id == 0
+        and "chief" not in resolver.cluster_spec().as_dict()
+    )
 
 
 def worker_directory(directory: str, strategy: tf.distribute.Strategy) -> str:

@@ -20,7 +20,7 @@ replicas:
 from __future__ import annotations
 
 import math
-from typing import Callable, Optional, Sequence
+from collections.abc import Callable, Sequence
 
 import tensorflow as tf
 
@@ -52,9 +52,13 @@ def distribute_batch(strategy: tf.distribute.Strategy, batch):
     return strategy.experimental_distribute_values_from_function(replica_slice)
 
 
-def make_train_step(strategy: tf.distribute.Strategy, objective, optimizer,
-                    variables: Sequence[tf.Variable], jit_compile: bool = False
-                    ) -> Callable:
+def make_train_step(
+    strategy: tf.distribute.Strategy,
+    objective,
+    optimizer,
+    variables: Sequence[tf.Variable],
+    jit_compile: bool = False,
+) -> Callable:
     """train_step(iterator) -> {"loss", <objective metrics>, "grad_norm", "learning_rate"}.
 
     `iterator` is a plain (checkpointable) iterator over global batches whose
@@ -80,7 +84,7 @@ def make_train_step(strategy: tf.distribute.Strategy, objective, optimizer,
         context = tf.distribute.get_replica_context()
         denominators = context.all_reduce(SUM, objective.denominators(batch))
         loss, metrics, grads = forward_backward(batch, denominators)
-        grads = context.all_reduce(SUM, grads)              # ∇L = Σ_r ∇share_r
+        grads = context.all_reduce(SUM, grads)  # ∇L = Σ_r ∇share_r
         grad_norm = tf.linalg.global_norm(grads)
         optimizer.apply_gradients(zip(grads, variables), skip_gradients_aggregation=True)
         return {"loss": loss, **metrics}, grad_norm
@@ -97,15 +101,18 @@ def make_train_step(strategy: tf.distribute.Strategy, objective, optimizer,
     return train_step
 
 
-def make_evaluator(strategy: tf.distribute.Strategy, objective,
-                   dataset: Optional[tf.data.Dataset], max_steps: Optional[int] = None
-                   ) -> Optional[Callable[[], dict]]:
+def make_evaluator(
+    strategy: tf.distribute.Strategy,
+    objective,
+    dataset: tf.data.Dataset | None,
+    max_steps: int | None = None,
+) -> Callable[[], dict] | None:
     """evaluate() -> objective.eval_metrics over `dataset` (its first `max_steps` batches)."""
     if dataset is None:
         return None
     distributed = strategy.experimental_distribute_dataset(dataset)
 
-    @tf.function(reduce_retracing=True)   # the last held-out batch may be smaller
+    @tf.function(reduce_retracing=True)  # the last held-out batch may be smaller
     def eval_step(batch):
         sums = strategy.run(objective.eval_sums, args=(batch,))
         return {k: strategy.reduce(SUM, v, axis=None) for k, v in sums.items()}
@@ -124,12 +131,24 @@ def make_evaluator(strategy: tf.distribute.Strategy, objective,
     return evaluate
 
 
-def run_loop(*, train_step: Callable, iterator, step: tf.Variable, train_steps: int,
-             checkpoint: RunCheckpoint, checkpoint_interval: int, tokens_per_step: int,
-             scalars: Scalars, log_interval: int = 10,
-             evaluate: Optional[Callable[[], dict]] = None, eval_interval: int = 1000,
-             desc: str = "train", show_progress: bool = True,
-             log: Callable[[str], None] = print, postfix_keys: Sequence[str] = ()) -> dict:
+def run_loop(
+    *,
+    train_step: Callable,
+    iterator,
+    step: tf.Variable,
+    train_steps: int,
+    checkpoint: RunCheckpoint,
+    checkpoint_interval: int,
+    tokens_per_step: int,
+    scalars: Scalars,
+    log_interval: int = 10,
+    evaluate: Callable[[], dict] | None = None,
+    eval_interval: int = 1000,
+    desc: str = "train",
+    show_progress: bool = True,
+    log: Callable[[str], None] = print,
+    postfix_keys: Sequence[str] = (),
+) -> dict:
     """Runs train_step until `step` reaches `train_steps`; returns the last eval metrics.
 
     The progress bar shows the loss, tokens/s and the metrics named in `postfix_keys`.
@@ -140,8 +159,15 @@ def run_loop(*, train_step: Callable, iterator, step: tf.Variable, train_steps: 
     A non-finite loss stops the run with an error; the last checkpoint stays.
     """
     start = int(step)
-    progress = Progress(train_steps, start, tokens_per_step, desc, disable=not show_progress,
-                        log=log, postfix_keys=postfix_keys)
+    progress = Progress(
+        train_steps,
+        start,
+        tokens_per_step,
+        desc,
+        disable=not show_progress,
+        log=log,
+        postfix_keys=postfix_keys,
+    )
     eval_metrics: dict = {}
     try:
         while int(step) < train_steps:
@@ -151,21 +177,26 @@ def run_loop(*, train_step: Callable, iterator, step: tf.Variable, train_steps: 
             if not math.isfinite(values["loss"]):
                 raise FloatingPointError(
                     f"loss is {values['loss']} at step {current}; stopping. The last "
-                    f"checkpoint is {checkpoint.latest}")
+                    f"checkpoint is {checkpoint.latest}"
+                )
             progress.update(values)
             last = current == train_steps
             if current % log_interval == 0 or last:
                 rate = progress.tokens_per_second
-                scalars.write("train", current, {
-                    **values, **({"tokens_per_second": rate} if math.isfinite(rate) else {})})
+                scalars.write(
+                    "train",
+                    current,
+                    {**values, **({"tokens_per_second": rate} if math.isfinite(rate) else {})},
+                )
             if current % checkpoint_interval == 0 or last:
                 checkpoint.save(current)
                 progress.pause()
             if evaluate is not None and (current % eval_interval == 0 or last):
                 eval_metrics = evaluate()
                 scalars.write("eval", current, eval_metrics)
-                progress.write(f"step {current}: " + ", ".join(
-                    f"{k} {v:.4g}" for k, v in eval_metrics.items()))
+                progress.write(
+                    f"step {current}: " + ", ".join(f"{k} {v:.4g}" for k, v in eval_metrics.items())
+                )
                 progress.pause()
     finally:
         progress.close()

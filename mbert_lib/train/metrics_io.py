@@ -31,16 +31,21 @@ def read_scalars(log_dir: str | os.PathLike) -> pd.DataFrame:
     log_dir = Path(log_dir)
     files = sorted(log_dir.glob("*/events.out.tfevents.*"))
     if not files:
-        raise FileNotFoundError(f"no TensorBoard event files under {log_dir}/<split>/; "
-                                "is this a run's tensorboard directory?")
+        raise FileNotFoundError(
+            f"no TensorBoard event files under {log_dir}/<split>/; "
+            "is this a run's tensorboard directory?"
+        )
     rows = []
     for path in files:
         split = path.parent.name
         for record in tf.data.TFRecordDataset(str(path)):
             event = event_pb2.Event.FromString(record.numpy())
             for value in event.summary.value:
-                number = (float(tf.make_ndarray(value.tensor)) if value.HasField("tensor")
-                          else float(value.simple_value))
+                number = (
+                    float(tf.make_ndarray(value.tensor))
+                    if value.HasField("tensor")
+                    else float(value.simple_value)
+                )
                 rows.append((split, value.tag, int(event.step), number, event.wall_time))
     table = pd.DataFrame(rows, columns=COLUMNS)
     table = table.sort_values(["split", "tag", "step", "wall_time"])

@@ -39,19 +39,21 @@ def model_inputs(batch: dict) -> dict:
 
 def masked_lm_terms(mlm_logits, masked_lm_ids):
     """Per-slot cross-entropy [B, P] and correctness [B, P] (float32), unweighted."""
-    logits = tf.cast(mlm_logits, tf.float32)                                  # [B, P, V]
+    logits = tf.cast(mlm_logits, tf.float32)  # [B, P, V]
     ce = tf.nn.sparse_softmax_cross_entropy_with_logits(masked_lm_ids, logits)  # [B, P]
-    correct = tf.cast(tf.equal(tf.argmax(logits, -1, output_type=tf.int32),
-                               masked_lm_ids), tf.float32)                     # [B, P]
+    correct = tf.cast(
+        tf.equal(tf.argmax(logits, -1, output_type=tf.int32), masked_lm_ids), tf.float32
+    )  # [B, P]
     return ce, correct
 
 
 def next_sentence_terms(nsp_logits, next_sentence_labels):
     """Per-example cross-entropy [B] and correctness [B] (float32)."""
-    logits = tf.cast(nsp_logits, tf.float32)                                  # [B, 2]
+    logits = tf.cast(nsp_logits, tf.float32)  # [B, 2]
     ce = tf.nn.sparse_softmax_cross_entropy_with_logits(next_sentence_labels, logits)
-    correct = tf.cast(tf.equal(tf.argmax(logits, -1, output_type=tf.int32),
-                               next_sentence_labels), tf.float32)
+    correct = tf.cast(
+        tf.equal(tf.argmax(logits, -1, output_type=tf.int32), next_sentence_labels), tf.float32
+    )
     return ce, correct
 
 
@@ -69,30 +71,34 @@ class PretrainingObjective:
 
     def denominators(self, batch):
         weights = tf.cast(batch["masked_lm_weights"], tf.float32)
-        return {"mlm_weight": tf.reduce_sum(weights),
-                "examples": tf.cast(tf.shape(batch["next_sentence_labels"])[0], tf.float32)}
+        return {
+            "mlm_weight": tf.reduce_sum(weights),
+            "examples": tf.cast(tf.shape(batch["next_sentence_labels"])[0], tf.float32),
+        }
 
     def loss(self, batch, denominators, training=True):
         mlm_logits, nsp_logits = self._outputs(batch, training)
-        weights = tf.cast(batch["masked_lm_weights"], tf.float32)               # [B, P]
+        weights = tf.cast(batch["masked_lm_weights"], tf.float32)  # [B, P]
         mlm_ce, _ = masked_lm_terms(mlm_logits, batch["masked_lm_ids"])
         nsp_ce, _ = next_sentence_terms(nsp_logits, batch["next_sentence_labels"])
         # L_MLM: weighted mean over the real predictions of the global batch
         mlm = tf.reduce_sum(mlm_ce * weights) / tf.maximum(denominators["mlm_weight"], 1.0)
-        nsp = tf.reduce_sum(nsp_ce) / denominators["examples"]                  # L_NSP
-        return mlm + nsp, {"mlm_loss": mlm, "nsp_loss": nsp}                     # L = L_MLM + L_NSP
+        nsp = tf.reduce_sum(nsp_ce) / denominators["examples"]  # L_NSP
+        return mlm + nsp, {"mlm_loss": mlm, "nsp_loss": nsp}  # L = L_MLM + L_NSP
 
     def eval_sums(self, batch):
         mlm_logits, nsp_logits = self._outputs(batch, training=False)
         weights = tf.cast(batch["masked_lm_weights"], tf.float32)
         mlm_ce, mlm_correct = masked_lm_terms(mlm_logits, batch["masked_lm_ids"])
         nsp_ce, nsp_correct = next_sentence_terms(nsp_logits, batch["next_sentence_labels"])
-        return {"mlm_ce": tf.reduce_sum(mlm_ce * weights),
-                "mlm_correct": tf.reduce_sum(mlm_correct * weights),
-                "mlm_weight": tf.reduce_sum(weights),
-                "nsp_ce": tf.reduce_sum(nsp_ce),
-                "nsp_correct": tf.reduce_sum(nsp_correct),
-                "examples": tf.cast(tf.size(nsp_ce), tf.float32)}
+        return {
+            "mlm_ce": tf.reduce_sum(mlm_ce * weights),
+            "mlm_correct": tf.reduce_sum(mlm_correct * weights),
+            "mlm_weight": tf.reduce_sum(weights),
+            "nsp_ce": tf.reduce_sum(nsp_ce),
+            "nsp_correct": tf.reduce_sum(nsp_correct),
+            "examples": tf.cast(tf.size(nsp_ce), tf.float32),
+        }
 
     @staticmethod
     def eval_metrics(sums: dict) -> dict:
@@ -100,9 +106,12 @@ class PretrainingObjective:
         if sums["mlm_weight"] <= 0 or sums["examples"] <= 0:
             raise ValueError("the held-out set has no masked predictions or no examples")
         mlm_loss = sums["mlm_ce"] / sums["mlm_weight"]
-        return {"mlm_accuracy": sums["mlm_correct"] / sums["mlm_weight"],
-                "mlm_loss": mlm_loss,
-                "perplexity": math.exp(mlm_loss),
-                "nsp_accuracy": sums["nsp_correct"] / sums["examples"],
-                "nsp_loss": sums["nsp_ce"] / sums["examples"],
-                "predictions": sums["mlm_weight"], "examples": sums["examples"]}
+        return {
+            "mlm_accuracy": sums["mlm_correct"] / sums["mlm_weight"],
+            "mlm_loss": mlm_loss,
+            "perplexity": math.exp(mlm_loss),
+            "nsp_accuracy": sums["nsp_correct"] / sums["examples"],
+            "nsp_loss": sums["nsp_ce"] / sums["examples"],
+            "predictions": sums["mlm_weight"],
+            "examples": sums["examples"],
+        }

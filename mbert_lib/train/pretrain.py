@@ -17,14 +17,16 @@ from __future__ import annotations
 
 import contextlib
 import os
-from typing import Callable, Optional
+from collections.abc import Callable
 
 import tensorflow as tf
 import tf_keras
 
+from mbert_lib.checkpoints import write_model_files
 from mbert_lib.experiment import PretrainExperiment
 from mbert_lib.models import build_pretrainer
 from mbert_lib.optim import create_optimizer
+from mbert_lib.run_lock import run_lock
 from mbert_lib.train.checkpointing import (
     RunCheckpoint,
     is_chief,
@@ -33,7 +35,6 @@ from mbert_lib.train.checkpointing import (
     worker_directory,
     write_done,
 )
-from mbert_lib.checkpoints import write_model_files
 from mbert_lib.train.loop import make_evaluator, make_train_step, run_loop
 from mbert_lib.train.objectives import PretrainingObjective
 from mbert_lib.train.pretrain_data import (
@@ -43,11 +44,16 @@ from mbert_lib.train.pretrain_data import (
 from mbert_lib.train.progress import Scalars
 from mbert_lib.train.run_record import check_same_run, record_experiment
 from mbert_lib.train.strategy import precision_policy
-from mbert_lib.run_lock import run_lock
 
 
-def _train(experiment: PretrainExperiment, model_dir: str, strategy, data: PretrainingData,
-           show_progress: bool, log) -> tuple[tf_keras.Model, dict]:
+def _train(
+    experiment: PretrainExperiment,
+    model_dir: str,
+    strategy,
+    data: PretrainingData,
+    show_progress: bool,
+    log,
+) -> tuple[tf_keras.Model, dict]:
     """Builds, restores and trains the model to trainer.train_steps; (model, eval metrics)."""
     trainer, runtime = experiment.trainer, experiment.runtime
     os.makedirs(model_dir, exist_ok=True)
@@ -55,60 +61,90 @@ def _train(experiment: PretrainExperiment, model_dir: str, strategy, data: Pretr
     with precision_policy(runtime.mixed_precision):
         with strategy.scope():
             model = build_pretrainer(experiment.model.build_config())
-            optimizer = create_optimizer(trainer.optimizer, trainer.learning_rate,
-                                         trainer.train_steps)
+            optimizer = create_optimizer(
+                trainer.optimizer, trainer.learning_rate, trainer.train_steps
+            )
             optimizer.build(model.trainable_variables)
-            step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step",
-                               aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+            step = tf.Variable(
+                0,
+                dtype=tf.int64,
+                trainable=False,
+                name="global_step",
+                aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA,
+            )
         iterator = iter(data.train.repeat())  # global batches, split per replica in the step
         checkpoint = RunCheckpoint(
             worker_directory(os.path.join(model_dir, "checkpoints"), strategy),
             trainer.max_checkpoints_to_keep,
-            model=model, optimizer=optimizer, step=step, train_iterator=iterator)
+            model=model,
+            optimizer=optimizer,
+            step=step,
+            train_iterator=iterator,
+        )
         restored = checkpoint.restore_latest(log)
-        log(f"resumed from {restored} at step {int(step)}" if restored
-            else f"starting a fresh run in {model_dir}")
+        log(
+            f"resumed from {restored} at step {int(step)}"
+            if restored
+            else f"starting a fresh run in {model_dir}"
+        )
 
         objective = PretrainingObjective(model)
         evaluate = make_evaluator(strategy, objective, data.eval, trainer.eval_steps)
         metrics = run_loop(
-            train_step=make_train_step(strategy, objective, optimizer,
-                                       model.trainable_variables, trainer.jit_compile),
-            iterator=iterator, step=step, train_steps=trainer.train_steps,
-            checkpoint=checkpoint, checkpoint_interval=trainer.checkpoint_interval,
+            train_step=make_train_step(
+                strategy, objective, optimizer, model.trainable_variables, trainer.jit_compile
+            ),
+            iterator=iterator,
+            step=step,
+            train_steps=trainer.train_steps,
+            checkpoint=checkpoint,
+            checkpoint_interval=trainer.checkpoint_interval,
             tokens_per_step=trainer.batch_size * experiment.data.seq_length,
             scalars=Scalars(worker_directory(os.path.join(model_dir, "tensorboard"), strategy)),
-            log_interval=trainer.log_interval, evaluate=evaluate,
-            eval_interval=trainer.eval_interval, show_progress=show_progress, log=log)
+            log_interval=trainer.log_interval,
+            evaluate=evaluate,
+            eval_interval=trainer.eval_interval,
+            show_progress=show_progress,
+            log=log,
+        )
         if not metrics and evaluate is not None:  # resumed at the last step: evaluate anyway
             metrics = evaluate()
     return model, metrics
 
 
-def run_pretraining(experiment: PretrainExperiment, model_dir: str | os.PathLike,
-                    data: Optional[PretrainingData] = None, show_progress: bool = True,
-                    log: Callable[[str], None] = print) -> dict:
+def run_pretraining(
+    experiment: PretrainExperiment,
+    model_dir: str | os.PathLike,
+    data: PretrainingData | None = None,
+    show_progress: bool = True,
+    log: Callable[[str], None] = print,
+) -> dict:
     """Trains (or resumes, or skips a finished run); returns the done record with eval metrics."""
     model_dir = os.fspath(model_dir)
     trainer = experiment.trainer
     finished = is_done(model_dir, trainer.train_steps)
-    check_same_run(experiment, model_dir, finished=finished,
-                   fixed=lambda key: key.startswith("model."), log=log)
+    check_same_run(
+        experiment,
+        model_dir,
+        finished=finished,
+        fixed=lambda key: key.startswith("model."),
+        log=log,
+    )
     if finished:
         done = read_done(model_dir)
-        log(f"already done: {model_dir} finished {done['train_steps']} steps "
-            f"(asked for {trainer.train_steps}); nothing to do")
+        log(
+            f"already done: {model_dir} finished {done['train_steps']} steps "
+            f"(asked for {trainer.train_steps}); nothing to do"
+        )
         return done
     strategy, data = strategy_and_data(experiment, data)
     chief = is_chief(strategy)
     with run_lock(model_dir, "--model_dir") if chief else contextlib.nullcontext():
         if chief:
             record_experiment(experiment, model_dir)
-        model, metrics = _train(experiment, model_dir, strategy, data, show_progress and chief,
-                                log)
+        model, metrics = _train(experiment, model_dir, strategy, data, show_progress and chief, log)
         if chief:
             write_model_files(model, model_dir, save_tokenizer=data.save_tokenizer)
             write_done(model_dir, trainer.train_steps, eval=metrics)
             log(f"exported the model to {model_dir}")
-    return read_done(model_dir) if chief else {"train_steps": trainer.train_steps,
-                                                  "eval": metrics}
+    return read_done(model_dir) if chief else {"train_steps": trainer.train_steps, "eval": metrics}

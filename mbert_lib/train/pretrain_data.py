@@ -13,7 +13,7 @@ SYNTHETIC counting-sequence "sentences" for smoke tests only.
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Optional
+from collections.abc import Callable
 
 import tensorflow as tf
 
@@ -38,50 +38,79 @@ class PretrainingData:
     """
 
     train: tf.data.Dataset
-    eval: Optional[tf.data.Dataset] = None
-    save_tokenizer: Optional[Callable[[str], None]] = None
+    eval: tf.data.Dataset | None = None
+    save_tokenizer: Callable[[str], None] | None = None
 
 
 def build_pretraining_datasets(experiment) -> PretrainingData:
     """Train / held-out datasets for a PretrainExperiment."""
     data, trainer = experiment.data, experiment.trainer
     if data.source == "synthetic":
-        common = dict(seq_length=data.seq_length,
-                      max_predictions_per_seq=data.max_predictions_per_seq,
-                      vocab_size=data.vocab_size)
+        common = dict(
+            seq_length=data.seq_length,
+            max_predictions_per_seq=data.max_predictions_per_seq,
+            vocab_size=data.vocab_size,
+        )
         return PretrainingData(
             train=synthetic_pretraining_dataset(
-                num_examples=SYNTHETIC_TRAIN_EXAMPLES, batch_size=trainer.batch_size,
-                seed=data.seed, **common),
+                num_examples=SYNTHETIC_TRAIN_EXAMPLES,
+                batch_size=trainer.batch_size,
+                seed=data.seed,
+                **common,
+            ),
             eval=synthetic_pretraining_dataset(
-                num_examples=SYNTHETIC_EVAL_EXAMPLES, batch_size=trainer.eval_batch_size,
-                seed=data.seed + 1, drop_remainder=False, **common))
+                num_examples=SYNTHETIC_EVAL_EXAMPLES,
+                batch_size=trainer.eval_batch_size,
+                seed=data.seed + 1,
+                drop_remainder=False,
+                **common,
+            ),
+        )
     return _real_text(experiment)
 
 
 def _real_text(experiment) -> PretrainingData:
-    from mbert_lib.data import (check_model_compatibility, make_pretraining_dataset,
-                                prepare_pretraining_data, save_tokenizer)
+    from mbert_lib.data import (
+        check_model_compatibility,
+        make_pretraining_dataset,
+        prepare_pretraining_data,
+        save_tokenizer,
+    )
 
     data, trainer = experiment.data, experiment.trainer
     prepared = prepare_pretraining_data(
-        source=data.source, data_dir=data.data_dir, output_dir=data.cache_dir,
-        vocab_file=data.vocab_file, vocab_size=data.vocab_size, do_lower_case=data.lower_case,
-        seq_length=data.seq_length, max_predictions_per_seq=data.max_predictions_per_seq,
-        masked_lm_prob=data.masked_lm_prob, dupe_factor=data.dupe_factor, seed=data.seed)
+        source=data.source,
+        data_dir=data.data_dir,
+        output_dir=data.cache_dir,
+        vocab_file=data.vocab_file,
+        vocab_size=data.vocab_size,
+        do_lower_case=data.lower_case,
+        seq_length=data.seq_length,
+        max_predictions_per_seq=data.max_predictions_per_seq,
+        masked_lm_prob=data.masked_lm_prob,
+        dupe_factor=data.dupe_factor,
+        seed=data.seed,
+    )
     tokenizer = prepared.tokenizer()
-    check_model_compatibility(experiment.model.build_config(), tokenizer=tokenizer,
-                              examples_dir=prepared.examples_dir)
+    check_model_compatibility(
+        experiment.model.build_config(), tokenizer=tokenizer, examples_dir=prepared.examples_dir
+    )
     return PretrainingData(
-        train=make_pretraining_dataset(prepared.examples_dir, trainer.batch_size,
-                                       split="train", seed=trainer.seed),
-        eval=make_pretraining_dataset(prepared.examples_dir, trainer.eval_batch_size,
-                                      split="eval"),
-        save_tokenizer=lambda directory: save_tokenizer(tokenizer, directory))
+        train=make_pretraining_dataset(
+            prepared.examples_dir, trainer.batch_size, split="train", seed=trainer.seed
+        ),
+        eval=make_pretraining_dataset(prepared.examples_dir, trainer.eval_batch_size, split="eval"),
+        save_tokenizer=lambda directory: save_tokenizer(tokenizer, directory),
+    )
 
 
-def check_batches(dataset: tf.data.Dataset, batch_size: int, seq_length: int,
-                  max_predictions: int, what: str = "training dataset") -> None:
+def check_batches(
+    dataset: tf.data.Dataset,
+    batch_size: int,
+    seq_length: int,
+    max_predictions: int,
+    what: str = "training dataset",
+) -> None:
     """Fails with a clear message unless `dataset` follows the pre-training batch contract."""
     spec = dataset.element_spec
     if not isinstance(spec, dict):
@@ -89,34 +118,44 @@ def check_batches(dataset: tf.data.Dataset, batch_size: int, seq_length: int,
     missing = [k for k in BATCH_KEYS if k not in spec]
     if missing:
         raise ValueError(f"the {what} lacks key(s) {missing}; it has {sorted(spec)}")
-    want = {"input_word_ids": [batch_size, seq_length], "input_mask": [batch_size, seq_length],
-            "input_type_ids": [batch_size, seq_length],
-            "masked_lm_positions": [batch_size, max_predictions],
-            "masked_lm_ids": [batch_size, max_predictions],
-            "masked_lm_weights": [batch_size, max_predictions],
-            "next_sentence_labels": [batch_size]}
+    want = {
+        "input_word_ids": [batch_size, seq_length],
+        "input_mask": [batch_size, seq_length],
+        "input_type_ids": [batch_size, seq_length],
+        "masked_lm_positions": [batch_size, max_predictions],
+        "masked_lm_ids": [batch_size, max_predictions],
+        "masked_lm_weights": [batch_size, max_predictions],
+        "next_sentence_labels": [batch_size],
+    }
     for key, shape in want.items():
         dtype = tf.float32 if key == "masked_lm_weights" else tf.int32
         if spec[key].dtype != dtype or spec[key].shape.as_list() != shape:
             raise ValueError(
                 f"the {what}'s {key!r} must be {dtype.name} {shape} (batch_size, "
                 f"seq_length / max_predictions_per_seq from the experiment, batched with "
-                f"drop_remainder=True), got {spec[key].dtype.name} {spec[key].shape.as_list()}")
+                f"drop_remainder=True), got {spec[key].dtype.name} {spec[key].shape.as_list()}"
+            )
 
 
-def strategy_and_data(experiment, data: Optional[PretrainingData] = None
-                      ) -> tuple[tf.distribute.Strategy, PretrainingData]:
+def strategy_and_data(
+    experiment, data: PretrainingData | None = None
+) -> tuple[tf.distribute.Strategy, PretrainingData]:
     """The run's tf.distribute strategy and its data (built unless given), checked against
     the trainer's batch size and the number of replicas: what pre-training and distillation
     both start with. The strategy comes first: MultiWorkerMirroredStrategy must exist
     before other TensorFlow ops run."""
     trainer, runtime = experiment.trainer, experiment.runtime
-    strategy = create_strategy(runtime.distribution_strategy, runtime.devices,
-                               runtime.tpu_address)
+    strategy = create_strategy(runtime.distribution_strategy, runtime.devices, runtime.tpu_address)
     data = data if data is not None else build_pretraining_datasets(experiment)
-    check_batches(data.train, trainer.batch_size, experiment.data.seq_length,
-                  experiment.data.max_predictions_per_seq)
+    check_batches(
+        data.train,
+        trainer.batch_size,
+        experiment.data.seq_length,
+        experiment.data.max_predictions_per_seq,
+    )
     if trainer.batch_size % strategy.num_replicas_in_sync:
-        raise ValueError(f"trainer.batch_size ({trainer.batch_size}) must be a multiple of the "
-                         f"number of replicas ({strategy.num_replicas_in_sync})")
+        raise ValueError(
+            f"trainer.batch_size ({trainer.batch_size}) must be a multiple of the "
+            f"number of replicas ({strategy.num_replicas_in_sync})"
+        )
     return strategy, data

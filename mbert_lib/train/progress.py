@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import tensorflow as tf
 from tensorflow.core.framework import summary_pb2
@@ -21,7 +21,8 @@ from tensorflow.core.util import event_pb2
 from tqdm.auto import tqdm
 
 _SCALAR_METADATA = summary_pb2.SummaryMetadata(
-    plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars"))
+    plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars")
+)
 
 
 class Progress:
@@ -32,14 +33,27 @@ class Progress:
 
     WINDOW = 20
 
-    def __init__(self, total: int, initial: int, tokens_per_step: int, desc: str = "train",
-                 disable: bool = False, log: Callable[[str], None] = print,
-                 postfix_keys: Sequence[str] = ()):
+    def __init__(
+        self,
+        total: int,
+        initial: int,
+        tokens_per_step: int,
+        desc: str = "train",
+        disable: bool = False,
+        log: Callable[[str], None] = print,
+        postfix_keys: Sequence[str] = (),
+    ):
         self.tokens_per_step = tokens_per_step
         self.log = log
         self.postfix_keys = tuple(postfix_keys)
-        self.bar = tqdm(total=total, initial=initial, desc=desc, unit="step",
-                        dynamic_ncols=True, disable=disable)
+        self.bar = tqdm(
+            total=total,
+            initial=initial,
+            desc=desc,
+            unit="step",
+            dynamic_ncols=True,
+            disable=disable,
+        )
         self._last_time = None
         self._window_steps, self._window_seconds = 0, 0.0
         self.tokens_per_second = float("nan")
@@ -52,12 +66,17 @@ class Progress:
                 self._window_steps, self._window_seconds = 0, 0.0
             self._window_steps += 1
             self._window_seconds += now - self._last_time
-            self.tokens_per_second = (self.tokens_per_step * self._window_steps
-                                      / self._window_seconds)
+            self.tokens_per_second = (
+                self.tokens_per_step * self._window_steps / self._window_seconds
+            )
         self._last_time = now
         extra = {k: f"{metrics[k]:.4g}" for k in self.postfix_keys if k in metrics}
-        self.bar.set_postfix(loss=f"{metrics['loss']:.4f}", **extra,
-                             tok_s=f"{self.tokens_per_second:,.0f}", refresh=False)
+        self.bar.set_postfix(
+            loss=f"{metrics['loss']:.4f}",
+            **extra,
+            tok_s=f"{self.tokens_per_second:,.0f}",
+            refresh=False,
+        )
         self.bar.update(1)
 
     def pause(self) -> None:
@@ -84,12 +103,10 @@ class Scalars:
 
     def write(self, split: str, step: int, values: Mapping[str, float]) -> None:
         if split not in self._writers:
-            self._writers[split] = tf.summary.create_file_writer(
-                os.path.join(self.log_dir, split))
+            self._writers[split] = tf.summary.create_file_writer(os.path.join(self.log_dir, split))
         with self._writers[split].as_default(step=step):
             for name, value in values.items():
-                tf.summary.write(name, tf.constant(value, tf.float32),
-                                 metadata=_SCALAR_METADATA)
+                tf.summary.write(name, tf.constant(value, tf.float32), metadata=_SCALAR_METADATA)
 
     def flush(self) -> None:
         for writer in self._writers.values():
@@ -112,8 +129,12 @@ def read_scalars(log_dir: str | os.PathLike) -> dict[str, tuple[list[int], list[
         for record in tf.data.TFRecordDataset(os.path.join(directory, name)):
             event = event_pb2.Event.FromString(record.numpy())
             for value in event.summary.value:
-                number = (value.simple_value if value.HasField("simple_value")
-                          else float(tf.make_ndarray(value.tensor)))
+                number = (
+                    value.simple_value
+                    if value.HasField("simple_value")
+                    else float(tf.make_ndarray(value.tensor))
+                )
                 found.setdefault(value.tag, {})[int(event.step)] = number
-    return {tag: (sorted(points), [points[s] for s in sorted(points)])
-            for tag, points in found.items()}
+    return {
+        tag: (sorted(points), [points[s] for s in sorted(points)]) for tag, points in found.items()
+    }

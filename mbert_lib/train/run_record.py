@@ -19,7 +19,7 @@ asked for fewer steps is done; asked for more, it is not finished).
 from __future__ import annotations
 
 import os
-from typing import Callable
+from collections.abc import Callable
 
 import yaml
 
@@ -27,9 +27,16 @@ from mbert_lib.config_tree import changed_keys, from_dict, save_yaml
 
 EXPERIMENT_FILE = "experiment.yaml"
 
-UNTRAINED_SETTINGS = ("description", "runtime.", "trainer.log_interval", "trainer.eval_",
-                      "trainer.checkpoint_interval", "trainer.max_checkpoints_to_keep",
-                      "trainer.jit_compile", "trainer.train_steps")
+UNTRAINED_SETTINGS = (
+    "description",
+    "runtime.",
+    "trainer.log_interval",
+    "trainer.eval_",
+    "trainer.checkpoint_interval",
+    "trainer.max_checkpoints_to_keep",
+    "trainer.jit_compile",
+    "trainer.train_steps",
+)
 
 
 def trained_setting(key: str) -> bool:
@@ -46,18 +53,27 @@ def recorded_experiment(cls, model_dir: str | os.PathLike):
         with open(path, encoding="utf-8") as f:
             return from_dict(cls, yaml.safe_load(f))
     except (yaml.YAMLError, ValueError, TypeError) as e:
-        raise ValueError(f"{path}: the run record of this directory cannot be read ({e}); "
-                         "use another --model_dir, or delete it to start again") from None
+        raise ValueError(
+            f"{path}: the run record of this directory cannot be read ({e}); "
+            "use another --model_dir, or delete it to start again"
+        ) from None
 
 
 def holds_checkpoints(model_dir: str | os.PathLike) -> bool:
     """True if any checkpoint (a `*.index` file) was written anywhere under model_dir."""
-    return any(name.endswith(".index")
-               for _, _, names in os.walk(os.fspath(model_dir)) for name in names)
+    return any(
+        name.endswith(".index") for _, _, names in os.walk(os.fspath(model_dir)) for name in names
+    )
 
 
-def check_same_run(experiment, model_dir: str | os.PathLike, *, finished: bool,
-                   fixed: Callable[[str], bool], log: Callable[[str], None] = print) -> None:
+def check_same_run(
+    experiment,
+    model_dir: str | os.PathLike,
+    *,
+    finished: bool,
+    fixed: Callable[[str], bool],
+    log: Callable[[str], None] = print,
+) -> None:
     """Refuses to mix `experiment` with the different run recorded in model_dir (see above).
 
     `finished`: model_dir's done marker covers what is asked; `fixed(key)`: True
@@ -72,21 +88,27 @@ def check_same_run(experiment, model_dir: str | os.PathLike, *, finished: bool,
     if finished:
         trained = [k for k in changed if trained_setting(k)]
         if trained:
-            raise ValueError(f"{model_dir} holds a finished run of other settings ({path}); "
-                             f"changed: {trained}. Use another --model_dir, or delete it to "
-                             "train again.")
+            raise ValueError(
+                f"{model_dir} holds a finished run of other settings ({path}); "
+                f"changed: {trained}. Use another --model_dir, or delete it to "
+                "train again."
+            )
         return
     if not changed:
         return
     if not holds_checkpoints(model_dir):
-        log(f"note: {path} is from an attempt that saved no checkpoint; starting afresh with "
-            f"the changed settings {changed}")
+        log(
+            f"note: {path} is from an attempt that saved no checkpoint; starting afresh with "
+            f"the changed settings {changed}"
+        )
         return
     blocking = [k for k in changed if fixed(k)]
     if blocking:
-        raise ValueError(f"{model_dir} holds an unfinished run of other settings ({path}); "
-                         f"changed: {blocking}. Run it with its own settings to resume, use "
-                         "another --model_dir, or delete it to start again.")
+        raise ValueError(
+            f"{model_dir} holds an unfinished run of other settings ({path}); "
+            f"changed: {blocking}. Run it with its own settings to resume, use "
+            "another --model_dir, or delete it to start again."
+        )
     log(f"note: continuing {model_dir} with changed settings: {changed}")
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Optional
 
 import tensorflow as tf
 import tf_keras
@@ -23,8 +22,8 @@ from mbert_lib.checkpoints import read_checkpoint
 from mbert_lib.experiment import PretrainExperiment
 from mbert_lib.models import build_pretrainer
 from mbert_lib.optim import create_optimizer
-from mbert_lib.train.run_record import EXPERIMENT_FILE, recorded_experiment
 from mbert_lib.train.objectives import PretrainingObjective
+from mbert_lib.train.run_record import EXPERIMENT_FILE, recorded_experiment
 
 
 @dataclasses.dataclass
@@ -33,18 +32,21 @@ class TrainingState:
     model: tf_keras.Model
     optimizer: tf_keras.optimizers.Optimizer
     step: int
-    checkpoint: Optional[str]      # the checkpoint restored, None for a fresh state
+    checkpoint: str | None  # the checkpoint restored, None for a fresh state
 
 
-def restore_training_state(model_dir: str | os.PathLike, restore: bool = True,
-                           seed: int = 0) -> TrainingState:
+def restore_training_state(
+    model_dir: str | os.PathLike, restore: bool = True, seed: int = 0
+) -> TrainingState:
     """Model + optimizer of the run in `model_dir` (its latest checkpoint, or fresh)."""
     model_dir = os.fspath(model_dir)
     experiment = recorded_experiment(PretrainExperiment, model_dir)
     if experiment is None:
-        raise FileNotFoundError(f"{os.path.join(model_dir, EXPERIMENT_FILE)} does not exist: "
-                                f"{model_dir} is not a pre-training run directory "
-                                "(run_pretraining writes experiment.yaml first)")
+        raise FileNotFoundError(
+            f"{os.path.join(model_dir, EXPERIMENT_FILE)} does not exist: "
+            f"{model_dir} is not a pre-training run directory "
+            "(run_pretraining writes experiment.yaml first)"
+        )
     tf_keras.utils.set_random_seed(seed)
     model = build_pretrainer(experiment.model.build_config())
     trainer = experiment.trainer

@@ -15,7 +15,7 @@ users report NaNs with MobileBERT's large NoNorm activations in float16.
 from __future__ import annotations
 
 import contextlib
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 import tensorflow as tf
 import tf_keras
@@ -23,8 +23,9 @@ import tf_keras
 from mbert_lib.experiment import POLICIES, STRATEGIES  # the names the yaml schema accepts
 
 
-def create_strategy(name: str = "default", devices: Sequence[str] | None = None,
-                    tpu_address: str | None = None) -> tf.distribute.Strategy:
+def create_strategy(
+    name: str = "default", devices: Sequence[str] | None = None, tpu_address: str | None = None
+) -> tf.distribute.Strategy:
     """The tf.distribute strategy called `name` (see the module docstring)."""
     if name == "default":
         return tf.distribute.get_strategy()
@@ -32,8 +33,9 @@ def create_strategy(name: str = "default", devices: Sequence[str] | None = None,
         if devices is None:
             devices = ["/gpu:0"] if tf.config.list_logical_devices("GPU") else ["/cpu:0"]
         if len(devices) != 1:
-            raise ValueError(f"runtime.devices: one_device needs exactly one device, "
-                             f"got {list(devices)}")
+            raise ValueError(
+                f"runtime.devices: one_device needs exactly one device, got {list(devices)}"
+            )
         return tf.distribute.OneDeviceStrategy(devices[0])
     if name == "mirrored":
         return tf.distribute.MirroredStrategy(devices=list(devices) if devices else None)
@@ -41,8 +43,9 @@ def create_strategy(name: str = "default", devices: Sequence[str] | None = None,
         return tf.distribute.MultiWorkerMirroredStrategy()
     if name == "tpu":
         return _tpu_strategy(tpu_address or "")
-    raise ValueError(f"runtime.distribution_strategy must be one of {list(STRATEGIES)}, "
-                     f"got {name!r}")
+    raise ValueError(
+        f"runtime.distribution_strategy must be one of {list(STRATEGIES)}, got {name!r}"
+    )
 
 
 def _tpu_strategy(address: str) -> tf.distribute.Strategy:
@@ -52,12 +55,17 @@ def _tpu_strategy(address: str) -> tf.distribute.Strategy:
         tf.config.experimental_connect_to_cluster(resolver)
         tf.tpu.experimental.initialize_tpu_system(resolver)
     except (ValueError, RuntimeError, tf.errors.OpError) as e:
-        where = f"at runtime.tpu_address={address!r}" if address else (
-            "on this host (runtime.tpu_address is empty: the local or Colab TPU)")
-        raise ValueError(f"runtime.distribution_strategy=tpu: no TPU found {where} "
-                         f"({str(e).strip().splitlines()[0] if str(e).strip() else e!r}); set "
-                         "runtime.tpu_address to the TPU's name or grpc:// address, or choose "
-                         "another runtime.distribution_strategy") from None
+        where = (
+            f"at runtime.tpu_address={address!r}"
+            if address
+            else ("on this host (runtime.tpu_address is empty: the local or Colab TPU)")
+        )
+        raise ValueError(
+            f"runtime.distribution_strategy=tpu: no TPU found {where} "
+            f"({str(e).strip().splitlines()[0] if str(e).strip() else e!r}); set "
+            "runtime.tpu_address to the TPU's name or grpc:// address, or choose "
+            "another runtime.distribution_strategy"
+        ) from None
     return tf.distribute.TPUStrategy(resolver)
 
 

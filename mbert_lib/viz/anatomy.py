@@ -22,8 +22,17 @@ def _barh_with_paper(ax, names, ours, paper, unit, fmt, suffix):
     for i, (o, p) in enumerate(zip(ours, paper)):
         text = fmt(o)
         if not math.isnan(p):
-            ax.plot([p], [i], marker="D", markersize=11, color=PAPER, linestyle="none",
-                    markeredgecolor="white", label=None if marked else "paper", zorder=3)
+            ax.plot(
+                [p],
+                [i],
+                marker="D",
+                markersize=11,
+                color=PAPER,
+                linestyle="none",
+                markeredgecolor="white",
+                label=None if marked else "paper",
+                zorder=3,
+            )
             marked = True
             text += f"  (paper {p:g}{suffix})"
         ax.text(max(o, 0 if math.isnan(p) else p) * 1.35, i, text, va="center", fontsize=12)
@@ -43,27 +52,39 @@ def plot_preset_sizes(table: pd.DataFrame, path=None, seq_length: int = 128):
     table = table.sort_values("params (M)", ascending=False, kind="stable")
     fig, (left, right) = plt.subplots(1, 2, figsize=(15, 0.6 * len(table) + 2.4), sharey=True)
     names = list(table.index)
-    _barh_with_paper(left, names, list(table["params (M)"]), list(table["paper params (M)"]),
-                     "parameters (millions, log scale)",
-                     lambda v: f"{v:.1f}M" if v >= 1 else f"{v * 1e3:.0f}k", "M")
-    left.invert_yaxis()                        # the y axis is shared: invert it once
+    _barh_with_paper(
+        left,
+        names,
+        list(table["params (M)"]),
+        list(table["paper params (M)"]),
+        "parameters (millions, log scale)",
+        lambda v: f"{v:.1f}M" if v >= 1 else f"{v * 1e3:.0f}k",
+        "M",
+    )
+    left.invert_yaxis()  # the y axis is shared: invert it once
     handles, labels = left.get_legend_handles_labels()
     left.set_title("Encoder parameters (paper Table 1)")
     gflops = table[f"GFLOPs @T={seq_length}"]
-    _barh_with_paper(right, names, list(gflops), list(table["paper GFLOPs"]),
-                     f"GFLOPs per sequence, T = {seq_length} (log scale)",
-                     lambda v: f"{v:.2f}B" if v < 10 else f"{v:.1f}B", "B")
+    _barh_with_paper(
+        right,
+        names,
+        list(gflops),
+        list(table["paper GFLOPs"]),
+        f"GFLOPs per sequence, T = {seq_length} (log scale)",
+        lambda v: f"{v:.2f}B" if v < 10 else f"{v:.1f}B",
+        "B",
+    )
     right.set_title(f"Matmul FLOPs at T = {seq_length} (paper Table 4)")
-    fig.suptitle("MobileBERT presets: sizes computed from the configs vs the paper",
-                 fontsize=16)
+    fig.suptitle("MobileBERT presets: sizes computed from the configs vs the paper", fontsize=16)
     fig.tight_layout(rect=(0, 0.07, 1, 1))
     fig.legend(handles, labels, loc="lower center", ncol=2, frameon=False)
     style.save(fig, path)
     return fig
 
 
-def plot_mha_ffn_ratio(table: pd.DataFrame, band: tuple[float, float],
-                       sweep: pd.DataFrame | None = None, path=None):
+def plot_mha_ffn_ratio(
+    table: pd.DataFrame, band: tuple[float, float], sweep: pd.DataFrame | None = None, path=None
+):
     """MHA:FFN parameter ratio per config (both accountings) with the paper's band.
 
     `table` is `anatomy.mha_ffn_table(...)`; `sweep` (optional) has columns
@@ -71,18 +92,31 @@ def plot_mha_ffn_ratio(table: pd.DataFrame, band: tuple[float, float],
     """
     style.apply()
     ncols = 2 if sweep is not None else 1
-    fig, axes = plt.subplots(1, ncols, figsize=(15 if sweep is not None else 10, 6),
-                             gridspec_kw={"width_ratios": [1.6, 1][:ncols]})
+    fig, axes = plt.subplots(
+        1,
+        ncols,
+        figsize=(15 if sweep is not None else 10, 6),
+        gridspec_kw={"width_ratios": [1.6, 1][:ncols]},
+    )
     axes = [axes] if ncols == 1 else list(axes)
     ax = axes[0]
     x = range(len(table))
     width = 0.38
-    ax.axhspan(*band, color="green", alpha=0.15,
-               label=f"paper's band {band[0]}–{band[1]}")
-    ax.bar([i - width / 2 for i in x], table["ratio (Table 1 MHA)"], width, color=OURS,
-           label="MHA as in Table 1 (Q, K, V from the MHA input)")
-    ax.bar([i + width / 2 for i in x], table["ratio (built)"], width, color=ALT,
-           label="as built (shared Q/K bottleneck counted)")
+    ax.axhspan(*band, color="green", alpha=0.15, label=f"paper's band {band[0]}–{band[1]}")
+    ax.bar(
+        [i - width / 2 for i in x],
+        table["ratio (Table 1 MHA)"],
+        width,
+        color=OURS,
+        label="MHA as in Table 1 (Q, K, V from the MHA input)",
+    )
+    ax.bar(
+        [i + width / 2 for i in x],
+        table["ratio (built)"],
+        width,
+        color=ALT,
+        label="as built (shared Q/K bottleneck counted)",
+    )
     for i, (a, b) in enumerate(zip(table["ratio (Table 1 MHA)"], table["ratio (built)"])):
         ax.text(i - width / 2, a + 0.02, f"{a:.2f}", ha="center", fontsize=11)
         if abs(a - b) > 1e-9:

@@ -35,15 +35,16 @@ from mbert_lib.distill import analysis
 from mbert_lib.distill.transfer_summary import KL_FLOOR
 from mbert_lib.viz import style
 
-TICK_SIZE = 9                                    # points; token labels stay legible
+TICK_SIZE = 9  # points; token labels stay legible
 
 
 def _config(model):
     return getattr(model, "encoder", model).config
 
 
-def encode_sentence(tokenizer, sentence: str, seq_length: int | None = None
-                    ) -> tuple[list[str], dict]:
+def encode_sentence(
+    tokenizer, sentence: str, seq_length: int | None = None
+) -> tuple[list[str], dict]:
     """([CLS] tokens … [SEP], a batch of one example), padded with [PAD] to seq_length.
 
     The batch holds input_word_ids / input_mask / input_type_ids, int32 [1, S] with S =
@@ -55,13 +56,17 @@ def encode_sentence(tokenizer, sentence: str, seq_length: int | None = None
     if len(ids) == 2:
         raise ValueError(f"sentence {sentence!r} has no tokens after normalisation")
     if seq_length is not None and len(ids) > seq_length:
-        raise ValueError(f"sentence has {len(ids)} tokens with [CLS] and [SEP]; at most "
-                         f"{seq_length} fit (seq_length)")
+        raise ValueError(
+            f"sentence has {len(ids)} tokens with [CLS] and [SEP]; at most "
+            f"{seq_length} fit (seq_length)"
+        )
     length = seq_length or len(ids)
     pad = length - len(ids)
-    batch = {"input_word_ids": tf.constant([ids + [tokenizer.pad_id] * pad], tf.int32),
-             "input_mask": tf.constant([[1] * len(ids) + [0] * pad], tf.int32),
-             "input_type_ids": tf.zeros([1, length], tf.int32)}
+    batch = {
+        "input_word_ids": tf.constant([ids + [tokenizer.pad_id] * pad], tf.int32),
+        "input_mask": tf.constant([[1] * len(ids) + [0] * pad], tf.int32),
+        "input_type_ids": tf.zeros([1, length], tf.int32),
+    }
     return [tokenizer.vocab[i] for i in ids], batch
 
 
@@ -76,9 +81,16 @@ def _check_index(name: str, value: int, count: int, what: str) -> None:
         raise ValueError(f"{name} must be in 0..{count - 1} ({what}), got {value}")
 
 
-def attention_view(teacher, student, tokenizer, sentence: str, layer: int, head: int,
-                   layer_map: Sequence[int] | None = None,
-                   seq_length: int | None = None) -> dict:
+def attention_view(
+    teacher,
+    student,
+    tokenizer,
+    sentence: str,
+    layer: int,
+    head: int,
+    layer_map: Sequence[int] | None = None,
+    seq_length: int | None = None,
+) -> dict:
     """The numbers behind one explorer view (numpy, padding removed).
 
     teacher / student: Pretrainers or encoders with equal head counts; layer: student
@@ -91,23 +103,38 @@ def attention_view(teacher, student, tokenizer, sentence: str, layer: int, head:
     _check_index("layer", layer, layers, f"the student has {layers} layers")
     _check_index("head", head, heads, f"{heads} attention heads")
     tokens, batch = encode_sentence(tokenizer, sentence, seq_length)
-    real = np.asarray(batch["input_mask"][0], bool)                          # [S]
-    t_probs = analysis.encode(teacher, batch)["attention_scores"][:, 0]       # [L_T, N, S, S]
-    s_probs = analysis.encode(student, batch)["attention_scores"][:, 0]       # [L, N, S, S]
-    t_probs = t_probs[np.array(layer_map)][:, :, real][..., real]             # [L, N, T, T]
+    real = np.asarray(batch["input_mask"][0], bool)  # [S]
+    t_probs = analysis.encode(teacher, batch)["attention_scores"][:, 0]  # [L_T, N, S, S]
+    s_probs = analysis.encode(student, batch)["attention_scores"][:, 0]  # [L, N, S, S]
+    t_probs = t_probs[np.array(layer_map)][:, :, real][..., real]  # [L, N, T, T]
     s_probs = s_probs[:, :, real][..., real]
-    kl = row_kl(t_probs, s_probs)                                            # [L, N, T]
-    return {"tokens": tokens, "teacher_probs": t_probs[layer, head],
-            "student_probs": s_probs[layer, head], "row_kl": kl[layer, head],
-            "layer_kl": kl.mean((1, 2)), "layer": layer, "teacher_layer": layer_map[layer],
-            "head": head}
+    kl = row_kl(t_probs, s_probs)  # [L, N, T]
+    return {
+        "tokens": tokens,
+        "teacher_probs": t_probs[layer, head],
+        "student_probs": s_probs[layer, head],
+        "row_kl": kl[layer, head],
+        "layer_kl": kl.mean((1, 2)),
+        "layer": layer,
+        "teacher_layer": layer_map[layer],
+        "head": head,
+    }
 
 
 def _heatmap(ax, values, tokens, diverging: bool) -> None:
     """One map on its own colour scale (0 .. max, or ±max|·| centred at 0) with a colour bar."""
     vmin, vmax, cmap = style.map_scale(values, diverging)
-    sns.heatmap(values, ax=ax, cmap=cmap, vmin=vmin, vmax=vmax, square=True,
-                xticklabels=tokens, yticklabels=tokens, cbar_kws={"shrink": 0.7})
+    sns.heatmap(
+        values,
+        ax=ax,
+        cmap=cmap,
+        vmin=vmin,
+        vmax=vmax,
+        square=True,
+        xticklabels=tokens,
+        yticklabels=tokens,
+        cbar_kws={"shrink": 0.7},
+    )
     ax.tick_params(axis="both", labelsize=TICK_SIZE, length=0)
     ax.set_xlabel("key", fontsize=11)
     ax.set_ylabel("query", fontsize=11)
@@ -118,13 +145,15 @@ def draw(view: Mapping, title: str | None = None, path=None):
     each), the KL of each query row beside them, the per-layer KL below."""
     style.apply()
     tokens, t = list(view["tokens"]), len(view["tokens"])
-    side = max(3.4, 0.2 * t)                                  # inches per map: ≥ 9 pt labels
+    side = max(3.4, 0.2 * t)  # inches per map: ≥ 9 pt labels
     fig = plt.figure(figsize=(3.9 * side + 0.6 * side, side + 3.2), layout="constrained")
     grid = fig.add_gridspec(2, 4, width_ratios=[1.3, 1.3, 1.3, 0.75], height_ratios=[side, 2.2])
     where = f"layer {{}} · head {view['head']}"
-    panels = [(f"teacher · {where.format(view['teacher_layer'])}", view["teacher_probs"], False),
-              (f"student · {where.format(view['layer'])}", view["student_probs"], False),
-              ("teacher − student", view["teacher_probs"] - view["student_probs"], True)]
+    panels = [
+        (f"teacher · {where.format(view['teacher_layer'])}", view["teacher_probs"], False),
+        (f"student · {where.format(view['layer'])}", view["student_probs"], False),
+        ("teacher − student", view["teacher_probs"] - view["student_probs"], True),
+    ]
     for j, (name, values, diverging) in enumerate(panels):
         ax = fig.add_subplot(grid[0, j])
         _heatmap(ax, np.asarray(values), tokens, diverging)
@@ -132,7 +161,7 @@ def draw(view: Mapping, title: str | None = None, path=None):
 
     rows = fig.add_subplot(grid[0, 3])
     rows.barh(np.arange(t) + 0.5, view["row_kl"], height=0.8, color=style.OURS)
-    rows.set_ylim(t, 0)                                       # row i beside the maps' row i
+    rows.set_ylim(t, 0)  # row i beside the maps' row i
     rows.set_yticks(np.arange(t) + 0.5, tokens, fontsize=TICK_SIZE)
     rows.xaxis.set_major_locator(MaxNLocator(3))
     rows.ticklabel_format(axis="x", style="sci", scilimits=(-2, 3))
@@ -145,11 +174,13 @@ def draw(view: Mapping, title: str | None = None, path=None):
     bars = per_layer.bar(np.arange(len(kl)), kl, width=0.6, color=colors)
     per_layer.bar_label(bars, fmt="%.3g", fontsize=10)
     per_layer.margins(y=0.2)
-    per_layer.set_xticks(np.arange(len(kl)), [f"layer {k}" for k in range(len(kl))],
-                         fontsize=11)
+    per_layer.set_xticks(np.arange(len(kl)), [f"layer {k}" for k in range(len(kl))], fontsize=11)
     per_layer.set_ylabel("mean KL", fontsize=11)
-    per_layer.set_title("KL(teacher ‖ student) per student layer, mean over heads and query "
-                        "rows (chosen layer in colour)", fontsize=12)
+    per_layer.set_title(
+        "KL(teacher ‖ student) per student layer, mean over heads and query "
+        "rows (chosen layer in colour)",
+        fontsize=12,
+    )
     if title:
         fig.suptitle(title, fontsize=14)
     style.save(fig, path)
@@ -167,8 +198,14 @@ class AttentionExplorer:
     embedding when padded and zeros when not.
     """
 
-    def __init__(self, teacher, snapshots: Mapping[str, object], tokenizer,
-                 layer_map: Sequence[int] | None = None, seq_length: int | None = None):
+    def __init__(
+        self,
+        teacher,
+        snapshots: Mapping[str, object],
+        tokenizer,
+        layer_map: Sequence[int] | None = None,
+        seq_length: int | None = None,
+    ):
         if not snapshots:
             raise ValueError("snapshots is empty: name at least one student")
         configs = {name: _config(model) for name, model in snapshots.items()}
@@ -176,25 +213,33 @@ class AttentionExplorer:
         shape = (first.num_hidden_layers, first.num_attention_heads)
         for name, c in configs.items():
             if (c.num_hidden_layers, c.num_attention_heads) != shape:
-                raise ValueError(f"snapshot {name!r} has {c.num_hidden_layers} layers and "
-                                 f"{c.num_attention_heads} heads; the first has {shape[0]} and "
-                                 f"{shape[1]}")
+                raise ValueError(
+                    f"snapshot {name!r} has {c.num_hidden_layers} layers and "
+                    f"{c.num_attention_heads} heads; the first has {shape[0]} and "
+                    f"{shape[1]}"
+                )
         teacher_config = _config(teacher)
         if teacher_config.num_attention_heads != shape[1]:
-            raise ValueError(f"the teacher has {teacher_config.num_attention_heads} heads, the "
-                             f"students {shape[1]}: head-by-head maps need equal counts")
+            raise ValueError(
+                f"the teacher has {teacher_config.num_attention_heads} heads, the "
+                f"students {shape[1]}: head-by-head maps need equal counts"
+            )
         self.layer_map = tuple(range(shape[0])) if layer_map is None else tuple(layer_map)
-        if (len(self.layer_map) != shape[0]
-                or not all(0 <= t < teacher_config.num_hidden_layers for t in self.layer_map)):
-            raise ValueError(f"layer_map {self.layer_map} must name one teacher layer in "
-                             f"0..{teacher_config.num_hidden_layers - 1} per student layer "
-                             f"({shape[0]})")
+        if len(self.layer_map) != shape[0] or not all(
+            0 <= t < teacher_config.num_hidden_layers for t in self.layer_map
+        ):
+            raise ValueError(
+                f"layer_map {self.layer_map} must name one teacher layer in "
+                f"0..{teacher_config.num_hidden_layers - 1} per student layer "
+                f"({shape[0]})"
+            )
         self.teacher, self.snapshots, self.tokenizer = teacher, dict(snapshots), tokenizer
         self.num_layers, self.num_heads, self.seq_length = shape[0], shape[1], seq_length
 
     @classmethod
-    def from_runs(cls, teacher_dir, pkt_dir, ablation_dir=None,
-                  seq_length: int | None = None) -> AttentionExplorer:
+    def from_runs(
+        cls, teacher_dir, pkt_dir, ablation_dir=None, seq_length: int | None = None
+    ) -> AttentionExplorer:
         """The teacher, every snapshot of the progressive run in pkt_dir and, optionally, the
         finished student of a run without attention transfer (ablation_dir).
 
@@ -207,24 +252,36 @@ class AttentionExplorer:
         from mbert_lib.distill.experiment import teacher_layer_map
         from mbert_lib.distill.trainer import load_stage_student, read_run
 
-        for name, directory in [("teacher_dir", teacher_dir), ("pkt_dir", pkt_dir),
-                                ("ablation_dir", ablation_dir)]:
+        for name, directory in [
+            ("teacher_dir", teacher_dir),
+            ("pkt_dir", pkt_dir),
+            ("ablation_dir", ablation_dir),
+        ]:
             if directory is not None and not os.path.isdir(directory):
-                raise FileNotFoundError(f"{name} {os.fspath(directory)!r} is not a directory "
-                                        "(has the pipeline step run?)")
+                raise FileNotFoundError(
+                    f"{name} {os.fspath(directory)!r} is not a directory "
+                    "(has the pipeline step run?)"
+                )
         experiment, stages = read_run(pkt_dir)
         if experiment.distillation.strategy != "progressive":
-            raise ValueError(f"{pkt_dir}: the explorer's stage snapshots need a progressive "
-                             f"run, this one is {experiment.distillation.strategy!r}")
-        if ablation_dir is not None and any(s.use_attention and s.layer_wise
-                                            for s in read_run(ablation_dir)[1]):
-            raise ValueError(f"{ablation_dir}: this run trained with attention transfer; "
-                             "the ablation snapshot must be a run without it")
+            raise ValueError(
+                f"{pkt_dir}: the explorer's stage snapshots need a progressive "
+                f"run, this one is {experiment.distillation.strategy!r}"
+            )
+        if ablation_dir is not None and any(
+            s.use_attention and s.layer_wise for s in read_run(ablation_dir)[1]
+        ):
+            raise ValueError(
+                f"{ablation_dir}: this run trained with attention transfer; "
+                "the ablation snapshot must be a run without it"
+            )
         teacher = load_pretrainer(teacher_dir)
         config = experiment.student.build_config()
-        layer_map = teacher_layer_map(experiment.distillation.transfer_teacher_layers,
-                                      config.num_hidden_layers,
-                                      _config(teacher).num_hidden_layers)
+        layer_map = teacher_layer_map(
+            experiment.distillation.transfer_teacher_layers,
+            config.num_hidden_layers,
+            _config(teacher).num_hidden_layers,
+        )
         snapshots, before = {}, load_stage_student(pkt_dir, None, config)
         for stage in (s for s in stages if s.layer_wise):
             after = load_stage_student(pkt_dir, stage, config)
@@ -240,15 +297,28 @@ class AttentionExplorer:
         """`attention_view` for the named snapshot, plus its name under "snapshot"."""
         if snapshot not in self.snapshots:
             raise ValueError(f"unknown snapshot {snapshot!r}; known: {list(self.snapshots)}")
-        return {**attention_view(self.teacher, self.snapshots[snapshot], self.tokenizer,
-                                 sentence, layer, head, self.layer_map, self.seq_length),
-                "snapshot": snapshot}
+        return {
+            **attention_view(
+                self.teacher,
+                self.snapshots[snapshot],
+                self.tokenizer,
+                sentence,
+                layer,
+                head,
+                self.layer_map,
+                self.seq_length,
+            ),
+            "snapshot": snapshot,
+        }
 
     def update(self, sentence: str, layer: int, head: int, snapshot: str):
         """(view, Figure) for one choice: what the widgets' callback shows."""
         view = self.view(sentence, layer, head, snapshot)
-        return view, draw(view, title=f"{snapshot} · student layer {layer} vs teacher layer "
-                                      f"{view['teacher_layer']} · head {head}")
+        return view, draw(
+            view,
+            title=f"{snapshot} · student layer {layer} vs teacher layer "
+            f"{view['teacher_layer']} · head {head}",
+        )
 
 
 def widgets_available() -> bool:
@@ -270,8 +340,14 @@ def figure_png(fig, dpi: int = 100) -> bytes:
     return buffer.getvalue()
 
 
-def explore(explorer: AttentionExplorer, sentence: str, layer: int = 0, head: int = 0,
-            snapshot: str | None = None, widgets: bool | None = None):
+def explore(
+    explorer: AttentionExplorer,
+    sentence: str,
+    layer: int = 0,
+    head: int = 0,
+    snapshot: str | None = None,
+    widgets: bool | None = None,
+):
     """The interactive explorer: a text box, layer / head sliders and a snapshot menu above
     the figure, redrawn on every change (returned as an ipywidgets VBox; leave it as a
     cell's last expression). Without widgets (widgets=False, or None outside a Jupyter
@@ -287,20 +363,39 @@ def explore(explorer: AttentionExplorer, sentence: str, layer: int = 0, head: in
     import ipywidgets as w
 
     controls = {
-        "sentence": w.Text(value=sentence, description="sentence", continuous_update=False,
-                           layout=w.Layout(width="60%")),
-        "layer": w.IntSlider(value=layer, min=0, max=explorer.num_layers - 1,
-                             description="layer", continuous_update=False),
-        "head": w.IntSlider(value=head, min=0, max=explorer.num_heads - 1,
-                            description="head", continuous_update=False),
-        "snapshot": w.Dropdown(options=list(explorer.snapshots), value=snapshot,
-                               description="snapshot", layout=w.Layout(width="40%"))}
+        "sentence": w.Text(
+            value=sentence,
+            description="sentence",
+            continuous_update=False,
+            layout=w.Layout(width="60%"),
+        ),
+        "layer": w.IntSlider(
+            value=layer,
+            min=0,
+            max=explorer.num_layers - 1,
+            description="layer",
+            continuous_update=False,
+        ),
+        "head": w.IntSlider(
+            value=head,
+            min=0,
+            max=explorer.num_heads - 1,
+            description="head",
+            continuous_update=False,
+        ),
+        "snapshot": w.Dropdown(
+            options=list(explorer.snapshots),
+            value=snapshot,
+            description="snapshot",
+            layout=w.Layout(width="40%"),
+        ),
+    }
     image, message = w.Image(format="png"), w.HTML()
 
     def redraw(_=None):
         try:
             _, fig = explorer.update(**{k: c.value for k, c in controls.items()})
-        except ValueError as e:               # e.g. an empty sentence: say so, keep the figure
+        except ValueError as e:  # e.g. an empty sentence: say so, keep the figure
             message.value = f"<b>{html.escape(str(e))}</b>"
             return
         image.value, message.value = figure_png(fig), ""
@@ -308,5 +403,11 @@ def explore(explorer: AttentionExplorer, sentence: str, layer: int = 0, head: in
     for control in controls.values():
         control.observe(redraw, names="value")
     redraw()
-    return w.VBox([controls["sentence"], w.HBox([controls["layer"], controls["head"],
-                                                 controls["snapshot"]]), message, image])
+    return w.VBox(
+        [
+            controls["sentence"],
+            w.HBox([controls["layer"], controls["head"], controls["snapshot"]]),
+            message,
+            image,
+        ]
+    )

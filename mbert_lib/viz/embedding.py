@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -28,7 +28,7 @@ def trigram_sources(seq_length: int) -> np.ndarray:
     if seq_length < 1:
         raise ValueError(f"seq_length must be >= 1, got {seq_length}")
     T = seq_length
-    x = trigram_concat(tf.eye(T)[tf.newaxis]).numpy()[0].reshape(T, 3, T)   # [T, slot, T]
+    x = trigram_concat(tf.eye(T)[tf.newaxis]).numpy()[0].reshape(T, 3, T)  # [T, slot, T]
     sources = np.full((T, T + 2), -1)
     for t in range(T):
         for slot in range(3):
@@ -54,8 +54,15 @@ def plot_trigram_window(tokens: Sequence[str], num_real: int, path=None):
     for t in range(T):
         for j in range(T + 2):
             if sources[t, j] >= 0:
-                ax.text(j, t, "$" + SLOTS[sources[t, j]].replace("−", "-") + "$",
-                        ha="center", va="center", fontsize=12, color="white")
+                ax.text(
+                    j,
+                    t,
+                    "$" + SLOTS[sources[t, j]].replace("−", "-") + "$",
+                    ha="center",
+                    va="center",
+                    fontsize=12,
+                    color="white",
+                )
     columns = ["0\n(before)"] + list(tokens) + ["0\n(after)"]
     ax.set_xticks(range(T + 2), columns, rotation=0)
     ax.set_yticks(range(T), [f"x_{t}  ({tok})" for t, tok in enumerate(tokens)])
@@ -67,17 +74,29 @@ def plot_trigram_window(tokens: Sequence[str], num_real: int, path=None):
     ax.axhline(num_real - 0.5, color=style.PAPER, lw=3)
     last = num_real - 1
     if num_real < T:
-        ax.annotate("the last real token\nsees the first [PAD]",
-                    xy=(num_real + 1.5, last), xytext=(T + 2.1, last - 1.2),
-                    fontsize=12, color=style.PAPER, annotation_clip=False,
-                    arrowprops=dict(arrowstyle="->", color=style.PAPER, lw=2))
+        ax.annotate(
+            "the last real token\nsees the first [PAD]",
+            xy=(num_real + 1.5, last),
+            xytext=(T + 2.1, last - 1.2),
+            fontsize=12,
+            color=style.PAPER,
+            annotation_clip=False,
+            arrowprops=dict(arrowstyle="->", color=style.PAPER, lw=2),
+        )
     ax.set_xlabel("input: token embeddings (zero vectors past either end)")
     ax.set_ylabel("output position")
-    ax.set_title("Trigram input $x_t = [e_{t+1};\\ e_t;\\ e_{t-1}]$: a width-3 window "
-                 "(red lines: end of the real tokens)")
-    ax.legend(handles=[Patch(color=c, label=f"${s.replace('−', '-')}$")
-                       for c, s in zip(SLOT_COLORS, SLOTS)],
-              loc="upper left", bbox_to_anchor=(1.01, 1.0), title="slot of $x_t$")
+    ax.set_title(
+        "Trigram input $x_t = [e_{t+1};\\ e_t;\\ e_{t-1}]$: a width-3 window "
+        "(red lines: end of the real tokens)"
+    )
+    ax.legend(
+        handles=[
+            Patch(color=c, label=f"${s.replace('−', '-')}$") for c, s in zip(SLOT_COLORS, SLOTS)
+        ],
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1.0),
+        title="slot of $x_t$",
+    )
     fig.tight_layout()
     style.save(fig, path)
     return fig
@@ -96,8 +115,14 @@ def plot_param_stacks(stacks: Mapping[str, Mapping[str, int]], path=None, title:
     for i, bar in enumerate(bars):
         left = 0.0
         for component, count in stacks[bar].items():
-            ax.barh(i, count / 1e6, left=left, color=colors[component], edgecolor="white",
-                    label=None if component in labelled else component)
+            ax.barh(
+                i,
+                count / 1e6,
+                left=left,
+                color=colors[component],
+                edgecolor="white",
+                label=None if component in labelled else component,
+            )
             labelled.add(component)
             left += count / 1e6
         totals.append(left)

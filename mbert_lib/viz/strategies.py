@@ -9,7 +9,7 @@ at their lower rate, the rest frozen).
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import matplotlib.pyplot as plt
 from matplotlib.patches import Rectangle
@@ -20,10 +20,16 @@ COLORS = {"layer-wise": style.OURS, "PD": style.ALT, "layer-wise + PD": style.PA
 
 
 def stage_label(stage) -> str:
-    """"FMT + AT, layer 2" / "FMT + AT, all layers" / "PD" / "FMT + AT + PD"."""
-    terms = [t for t, on in [("FMT", stage.use_fmt and stage.layer_wise),
-                             ("AT", stage.use_attention and stage.layer_wise),
-                             ("PD", stage.use_pd)] if on]
+    """ "FMT + AT, layer 2" / "FMT + AT, all layers" / "PD" / "FMT + AT + PD"."""
+    terms = [
+        t
+        for t, on in [
+            ("FMT", stage.use_fmt and stage.layer_wise),
+            ("AT", stage.use_attention and stage.layer_wise),
+            ("PD", stage.use_pd),
+        ]
+        if on
+    ]
     text = " + ".join(terms)
     if stage.layer_wise and not stage.use_pd:
         layers = stage.transfer_layers
@@ -37,28 +43,50 @@ def _kind(stage) -> str:
     return "layer-wise" if stage.layer_wise else "PD"
 
 
-def plot_strategy_schedules(plans: Mapping[str, Sequence], path=None,
-                            title: str = "Paper Figure 2: how each strategy uses the same "
-                                         "losses"):
+def plot_strategy_schedules(
+    plans: Mapping[str, Sequence],
+    path=None,
+    title: str = "Paper Figure 2: how each strategy uses the same losses",
+):
     """plans: strategy name -> its list of `Stage`s. One row per strategy, boxes per stage
     (width = student updates), labelled with the loss terms; returns the Figure."""
     style.apply()
     fig, ax = plt.subplots(figsize=(14, 1.1 + 1.25 * len(plans)))
     total = max(sum(s.train_steps for s in stages) for stages in plans.values())
-    for row, (name, stages) in enumerate(plans.items()):
+    for row, stages in enumerate(plans.values()):
         start = 0
         for stage in stages:
             kind = _kind(stage)
-            ax.add_patch(Rectangle((start, row - 0.38), stage.train_steps, 0.76,
-                                   facecolor=COLORS[kind], alpha=0.35, edgecolor="black",
-                                   label=kind))
-            ax.text(start + stage.train_steps / 2, row, stage_label(stage), ha="center",
-                    va="center", fontsize=12)
+            ax.add_patch(
+                Rectangle(
+                    (start, row - 0.38),
+                    stage.train_steps,
+                    0.76,
+                    facecolor=COLORS[kind],
+                    alpha=0.35,
+                    edgecolor="black",
+                    label=kind,
+                )
+            )
+            ax.text(
+                start + stage.train_steps / 2,
+                row,
+                stage_label(stage),
+                ha="center",
+                va="center",
+                fontsize=12,
+            )
             start += stage.train_steps
     handles, labels = ax.get_legend_handles_labels()
     unique = dict(zip(labels, handles))
-    ax.legend(unique.values(), unique.keys(), loc="upper center", ncol=len(unique),
-              bbox_to_anchor=(0.5, -0.32), frameon=False)
+    ax.legend(
+        unique.values(),
+        unique.keys(),
+        loc="upper center",
+        ncol=len(unique),
+        bbox_to_anchor=(0.5, -0.32),
+        frameon=False,
+    )
     ax.set_xlim(0, total)
     ax.set_ylim(len(plans) - 0.5, -0.5)
     ax.set_yticks(range(len(plans)), list(plans))

@@ -8,8 +8,14 @@ import numpy as np
 from mbert_lib import atomic
 
 OURS, PAPER, ALT, GREY = "#1f77b4", "#d62728", "#ff7f0e", "#7f7f7f"
-RC = {"font.size": 13, "axes.titlesize": 15, "axes.labelsize": 14, "legend.fontsize": 12,
-      "xtick.labelsize": 12, "ytick.labelsize": 13}
+RC = {
+    "font.size": 13,
+    "axes.titlesize": 15,
+    "axes.labelsize": 14,
+    "legend.fontsize": 12,
+    "xtick.labelsize": 12,
+    "ytick.labelsize": 13,
+}
 
 
 def apply() -> None:

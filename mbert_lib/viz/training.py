@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import re
-
-from typing import Mapping, Optional
+from collections.abc import Mapping
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -25,8 +24,7 @@ def plot_lr_schedule(schedule, total_steps: int, path=None, title: str = ""):
     ax.plot(steps, rates, color=style.OURS, lw=2.5)
     warmup = schedule.warmup_steps
     if warmup:
-        ax.axvline(warmup, color=style.GREY, ls="--", lw=1.5,
-                   label=f"end of warmup (W = {warmup})")
+        ax.axvline(warmup, color=style.GREY, ls="--", lw=1.5, label=f"end of warmup (W = {warmup})")
         ax.legend(loc="upper right")
     ax.set_xlabel("update (optimizer step)")
     ax.set_ylabel("learning rate η")
@@ -50,15 +48,15 @@ def plot_trust_ratios(reports: Mapping[str, pd.DataFrame], path=None, title: str
     fig, ax = plt.subplots(figsize=(12, 0.45 * len(kinds) + 2.0))
     offsets = np.linspace(-0.18, 0.18, len(reports))
     for offset, color, marker, (label, report) in zip(
-            offsets, [style.OURS, style.PAPER, style.ALT], "os^", reports.items()):
+        offsets, [style.OURS, style.PAPER, style.ALT], "os^", reports.items()
+    ):
         ratios = report.set_index("variable").loc[names, "trust_ratio"]
         y = [kinds.index(kind[n]) + offset for n in names]
-        ax.scatter(ratios, y, color=color, marker=marker, s=45, label=label, zorder=3,
-                   alpha=0.8)
+        ax.scatter(ratios, y, color=color, marker=marker, s=45, label=label, zorder=3, alpha=0.8)
     ax.set_yticks(range(len(kinds)), kinds)
     ax.invert_yaxis()
     ax.set_xscale("log")
-    ax.xaxis.set_major_locator(LogLocator(subs=(1, 2, 5)))     # 0.01, 0.02, 0.05, 0.1, ...
+    ax.xaxis.set_major_locator(LogLocator(subs=(1, 2, 5)))  # 0.01, 0.02, 0.05, 0.1, ...
     ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
     ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("trust ratio ‖x‖ / ‖u‖  (the step is η · ratio · u, so ‖step‖ = η ‖x‖)")
@@ -75,8 +73,13 @@ def _smooth(series: pd.Series, window: int) -> pd.Series:
     return series.rolling(window, min_periods=1).mean()
 
 
-def plot_pretraining_curves(scalars: pd.DataFrame, baselines: Optional[Mapping[str, float]] = None,
-                            path=None, smooth: int = 10, title: str = ""):
+def plot_pretraining_curves(
+    scalars: pd.DataFrame,
+    baselines: Mapping[str, float] | None = None,
+    path=None,
+    smooth: int = 10,
+    title: str = "",
+):
     """2 × 2 panels from a run's scalars (`read_scalars`): training losses, held-out MLM
     accuracy, held-out perplexity, held-out NSP accuracy; `baselines` (keys
     mlm_accuracy, perplexity, nsp_accuracy) are drawn as dashed lines."""
@@ -86,22 +89,34 @@ def plot_pretraining_curves(scalars: pd.DataFrame, baselines: Optional[Mapping[s
     ax = axes[0, 0]
     for tag, color in (("mlm_loss", style.OURS), ("nsp_loss", style.ALT)):
         series = scalar_series(scalars, "train", tag)
-        ax.plot(series.index, _smooth(series, smooth), color=color, lw=2,
-                label=f"train {tag} (mean of {smooth} logs)")
+        ax.plot(
+            series.index,
+            _smooth(series, smooth),
+            color=color,
+            lw=2,
+            label=f"train {tag} (mean of {smooth} logs)",
+        )
     if "eval" in set(scalars.split):
         series = scalar_series(scalars, "eval", "mlm_loss")
         ax.plot(series.index, series.values, "o-", color=style.PAPER, label="held-out mlm_loss")
     ax.set_ylabel("cross-entropy (nats)")
     ax.set_title("Training losses")
-    panels = [(axes[0, 1], "mlm_accuracy", "Held-out MLM accuracy", "unigram baseline", True),
-              (axes[1, 0], "perplexity", "Held-out MLM perplexity", "unigram baseline", False),
-              (axes[1, 1], "nsp_accuracy", "Held-out NSP accuracy", "majority class", True)]
+    panels = [
+        (axes[0, 1], "mlm_accuracy", "Held-out MLM accuracy", "unigram baseline", True),
+        (axes[1, 0], "perplexity", "Held-out MLM perplexity", "unigram baseline", False),
+        (axes[1, 1], "nsp_accuracy", "Held-out NSP accuracy", "majority class", True),
+    ]
     for ax_, tag, name, baseline_name, percent in panels:
         series = scalar_series(scalars, "eval", tag)
         ax_.plot(series.index, series.values, "o-", color=style.OURS, lw=2.5, label="teacher")
         if tag in baselines:
-            ax_.axhline(baselines[tag], color=style.GREY, ls="--", lw=2,
-                        label=f"{baseline_name} ({baselines[tag]:.3g})")
+            ax_.axhline(
+                baselines[tag],
+                color=style.GREY,
+                ls="--",
+                lw=2,
+                label=f"{baseline_name} ({baselines[tag]:.3g})",
+            )
         if percent:
             ax_.yaxis.set_major_formatter(PercentFormatter(1.0))
         if tag == "perplexity":

@@ -4,7 +4,7 @@ results beside the paper's."""
 
 from __future__ import annotations
 
-from typing import Mapping, Optional, Sequence
+from collections.abc import Mapping, Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -14,9 +14,14 @@ import seaborn as sns
 from mbert_lib.viz import style
 
 
-def plot_attention_grid(rows: Sequence[Mapping], tokens: Sequence[str], path=None,
-                        title: Optional[str] = None, cell: float = 3.3,
-                        difference: Optional[tuple[int, int]] = None):
+def plot_attention_grid(
+    rows: Sequence[Mapping],
+    tokens: Sequence[str],
+    path=None,
+    title: str | None = None,
+    cell: float = 3.3,
+    difference: tuple[int, int] | None = None,
+):
     """A grid of attention maps: one row per entry of `rows`, one column per map.
 
     rows: [{"label": str, "maps": [(column title, probs [T, T]), ...]}, ...];
@@ -29,21 +34,35 @@ def plot_attention_grid(rows: Sequence[Mapping], tokens: Sequence[str], path=Non
     style.apply()
     n_rows = len(rows)
     n_cols = len(rows[0]["maps"]) + (difference is not None)
-    fig, axes = plt.subplots(n_rows, n_cols, figsize=(cell * 1.25 * n_cols, cell * n_rows + 0.8),
-                             squeeze=False)
+    fig, axes = plt.subplots(
+        n_rows, n_cols, figsize=(cell * 1.25 * n_cols, cell * n_rows + 0.8), squeeze=False
+    )
     labels = list(tokens)
     for i, row in enumerate(rows):
         panels = [(column, np.asarray(probs), False) for column, probs in row["maps"]]
         if difference is not None:
             (name_a, a), (name_b, b) = row["maps"][difference[0]], row["maps"][difference[1]]
-            panels.append((f"{name_a.splitlines()[0]} − {name_b.splitlines()[0]}",
-                           np.asarray(a) - np.asarray(b), True))
+            panels.append(
+                (
+                    f"{name_a.splitlines()[0]} − {name_b.splitlines()[0]}",
+                    np.asarray(a) - np.asarray(b),
+                    True,
+                )
+            )
         for j, (column, values, diverging) in enumerate(panels):
             ax = axes[i, j]
             vmin, vmax, cmap = style.map_scale(values, diverging)
-            sns.heatmap(values, ax=ax, cmap=cmap, vmin=vmin, vmax=vmax, square=True,
-                        cbar_kws={"shrink": 0.75}, xticklabels=labels if i == n_rows - 1 else [],
-                        yticklabels=labels if j == 0 else [])
+            sns.heatmap(
+                values,
+                ax=ax,
+                cmap=cmap,
+                vmin=vmin,
+                vmax=vmax,
+                square=True,
+                cbar_kws={"shrink": 0.75},
+                xticklabels=labels if i == n_rows - 1 else [],
+                yticklabels=labels if j == 0 else [],
+            )
             ax.set_title(column, fontsize=11)
             ax.tick_params(axis="both", labelsize=9, length=0)
             if i == n_rows - 1:
@@ -56,26 +75,37 @@ def plot_attention_grid(rows: Sequence[Mapping], tokens: Sequence[str], path=Non
     return fig
 
 
-def plot_stage_curves(curves: pd.DataFrame, path=None, title: Optional[str] = None):
+def plot_stage_curves(curves: pd.DataFrame, path=None, title: str | None = None):
     """Training loss terms over the run, stages shaded and named (from `stage_curves`).
 
     Panels (sharing the step axis): FMT (log scale), AT (KL), and the PD terms when
     the run has them.
     """
     style.apply()
-    panels = [("FMT (weighted)", ["fmt"], True), ("AT: KL(teacher ‖ student)", ["at"], False),
-              ("PD terms", ["mlm_loss", "kd_loss", "nsp_loss"], False)]
+    panels = [
+        ("FMT (weighted)", ["fmt"], True),
+        ("AT: KL(teacher ‖ student)", ["at"], False),
+        ("PD terms", ["mlm_loss", "kd_loss", "nsp_loss"], False),
+    ]
     panels = [p for p in panels if curves["metric"].isin(p[1]).any()]
-    fig, axes = plt.subplots(1, len(panels), figsize=(6.2 * len(panels), 4.6), squeeze=False,
-                             sharex=True)
+    fig, axes = plt.subplots(
+        1, len(panels), figsize=(6.2 * len(panels), 4.6), squeeze=False, sharex=True
+    )
     ends = curves.groupby("stage")["global_step"].max().sort_values()
     spans = list(zip([0] + list(ends.values[:-1]), ends.values, ends.index))
     colors = sns.color_palette()
     for ax, (name, metrics, log) in zip(axes[0], panels):
         for k, (lo, hi, stage) in enumerate(spans):
             ax.axvspan(lo, hi, color=style.GREY, alpha=0.08 if k % 2 else 0.0, lw=0)
-            ax.text((lo + hi) / 2, 1.01, stage.split("_", 1)[1], ha="center", va="bottom",
-                    transform=ax.get_xaxis_transform(), fontsize=11)
+            ax.text(
+                (lo + hi) / 2,
+                1.01,
+                stage.split("_", 1)[1],
+                ha="center",
+                va="bottom",
+                transform=ax.get_xaxis_transform(),
+                fontsize=11,
+            )
         for i, metric in enumerate(metrics):
             for _, part in curves[curves["metric"] == metric].groupby("stage"):
                 part = part.sort_values("global_step")
@@ -95,8 +125,9 @@ def plot_stage_curves(curves: pd.DataFrame, path=None, title: Optional[str] = No
     return fig
 
 
-def plot_layer_losses_by_snapshot(panels: Mapping[str, pd.DataFrame], path=None,
-                                  title: Optional[str] = None, log: bool = True):
+def plot_layer_losses_by_snapshot(
+    panels: Mapping[str, pd.DataFrame], path=None, title: str | None = None, log: bool = True
+):
     """Per-layer transfer losses across training snapshots, one line per layer.
 
     panels: {panel title: frame with index = layer, columns = snapshots in
@@ -123,18 +154,25 @@ def plot_layer_losses_by_snapshot(panels: Mapping[str, pd.DataFrame], path=None,
     return fig
 
 
-def plot_feature_statistics(stats: Mapping[str, pd.DataFrame], path=None,
-                            title: Optional[str] = None):
+def plot_feature_statistics(stats: Mapping[str, pd.DataFrame], path=None, title: str | None = None):
     """Per-layer mean μ and std σ of the block outputs, one line per model (teacher, students)."""
     style.apply()
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.4))
     markers = "osD^v"
     for k, (label, frame) in enumerate(stats.items()):
         for ax, column in zip(axes, ("mean", "std")):
-            ax.plot(frame.index, frame[column], marker=markers[k % len(markers)], lw=2,
-                    label=label, color=style.PAPER if k == 0 else sns.color_palette()[k - 1])
-    for ax, name in zip(axes, ("mean over tokens of μ_t (per-token mean)",
-                               "mean over tokens of σ_t (per-token std)")):
+            ax.plot(
+                frame.index,
+                frame[column],
+                marker=markers[k % len(markers)],
+                lw=2,
+                label=label,
+                color=style.PAPER if k == 0 else sns.color_palette()[k - 1],
+            )
+    for ax, name in zip(
+        axes,
+        ("mean over tokens of μ_t (per-token mean)", "mean over tokens of σ_t (per-token std)"),
+    ):
         ax.set_xlabel("block (layer)")
         ax.set_title(name, fontsize=13)
         ax.set_xticks(list(next(iter(stats.values())).index))
@@ -146,8 +184,9 @@ def plot_feature_statistics(stats: Mapping[str, pd.DataFrame], path=None,
     return fig
 
 
-def plot_paper_vs_ours(tables: Sequence[tuple[str, pd.DataFrame]],
-                       panels: Sequence[tuple[str, str]], path=None):
+def plot_paper_vs_ours(
+    tables: Sequence[tuple[str, pd.DataFrame]], panels: Sequence[tuple[str, str]], path=None
+):
     """One row of panels per paper table: each row's value minus the table's first row's,
     in points, for every panel (the paper's metric, then ours), all panels of a table on
     one shared x-axis, so a gap of 0.2 points looks like 0.2 points in every panel.
@@ -159,8 +198,13 @@ def plot_paper_vs_ours(tables: Sequence[tuple[str, pd.DataFrame]],
     """
     style.apply()
     rows = max(len(f) for _, f in tables)
-    fig, axes = plt.subplots(len(tables), len(panels), sharex="row", squeeze=False,
-                             figsize=(4.6 * len(panels), 1.6 + (0.55 * rows + 1.3) * len(tables)))
+    fig, axes = plt.subplots(
+        len(tables),
+        len(panels),
+        sharex="row",
+        squeeze=False,
+        figsize=(4.6 * len(panels), 1.6 + (0.55 * rows + 1.3) * len(tables)),
+    )
     for (title, frame), row_axes in zip(tables, axes):
         y = np.arange(len(frame))
         reference = frame.index[0]
@@ -173,8 +217,14 @@ def plot_paper_vs_ours(tables: Sequence[tuple[str, pd.DataFrame]],
             ax.errorbar(delta, y, xerr=err, fmt="o", ms=9, color=color, capsize=4, lw=2)
             for yi, d in zip(y, delta):
                 if np.isfinite(d):
-                    ax.annotate(f"{d:+.2f}", (d, yi), textcoords="offset points",
-                                xytext=(0, 8), ha="center", fontsize=11)
+                    ax.annotate(
+                        f"{d:+.2f}",
+                        (d, yi),
+                        textcoords="offset points",
+                        xytext=(0, 8),
+                        ha="center",
+                        fontsize=11,
+                    )
             ax.set_yticks(y)
             ax.set_yticklabels(frame.index if ax is row_axes[0] else [])
             ax.set_ylim(len(frame) - 0.4, -0.7)

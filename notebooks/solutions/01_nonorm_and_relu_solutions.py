@@ -31,8 +31,8 @@ from mbert_lib.bench.keras_latency import (NORM_ACT_GRID, LatencyVariant, compil
                                            time_variants)
 from mbert_lib.checkpoints import load_encoder
 from mbert_lib.data import load_tokenizer
-from mbert_lib.layers import Dense, LayerNorm, MobileBertEmbedding, MobileBertTransformer, \
-    NoNorm, block_kwargs, make_norm
+from mbert_lib.layers import Dense, MobileBertEmbedding, MobileBertTransformer, \
+    NoNorm, block_kwargs
 from mbert_lib.layers.activations import get_activation
 from mbert_lib.paper import TABLE7_MS
 from mbert_lib.pipeline import ensure, notebook_context

@@ -23,7 +23,7 @@
 
 # %%
 import mbert_lib  # noqa: F401  (first: silences TensorFlow's start-up logs)
-from mbert_lib import anatomy, build_encoder, build_pretrainer, count_params, get_preset, paper
+from mbert_lib import anatomy, build_pretrainer, count_params, get_preset, paper
 from mbert_lib import runtime
 from mbert_lib.bench import hardware
 from mbert_lib.distill.experiment import load_distill_experiment
@@ -31,9 +31,7 @@ from mbert_lib.distill.losses import attention_transfer, feature_map_transfer
 from mbert_lib.distill.objective import DistillationObjective
 from mbert_lib.distill.plan import plan_stages
 from mbert_lib.layers.transformer import MobileBertTransformer, block_kwargs
-from mbert_lib.viz import style
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import tensorflow as tf

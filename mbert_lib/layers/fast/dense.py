@@ -22,10 +22,10 @@ class Dense(tf_keras.layers.Dense):
     def call(self, inputs):
         if inputs.shape.rank is None or inputs.shape.rank <= 2 or not self.use_bias:
             return super().call(inputs)
-        x = tf.reshape(inputs, [-1, self.kernel.shape[0]])                     # [B·T, D]
-        y = tf.nn.bias_add(tf.matmul(x, self.kernel), self.bias)               # [B·T, U]
+        x = tf.reshape(inputs, [-1, self.kernel.shape[0]])  # [B·T, D]
+        y = tf.nn.bias_add(tf.matmul(x, self.kernel), self.bias)  # [B·T, U]
         if self.activation is not None:
             y = self.activation(y)
         y = tf.reshape(y, tf.concat([tf.shape(inputs)[:-1], [self.units]], 0))
         y.set_shape(inputs.shape[:-1].concatenate([self.units]))
-        return y                                                               # [..., U]
+        return y  # [..., U]

@@ -27,7 +27,7 @@ import tf_keras
 
 
 def _layer_norm(x, gamma, beta, epsilon):
-    mean, variance = tf.nn.moments(x, axes=[-1], keepdims=True)              # μ, σ² [..., 1]
+    mean, variance = tf.nn.moments(x, axes=[-1], keepdims=True)  # μ, σ² [..., 1]
     return tf.nn.batch_normalization(x, mean, variance, beta, gamma, epsilon)
 
 
@@ -50,10 +50,15 @@ class LayerNorm(tf_keras.layers.LayerNormalization):
         # ranks and widths keep the gradients' shapes known.
         rank, width = len(input_shape), int(input_shape[-1])
         self._xla_formula = tf.function(
-            functools.partial(_layer_norm), jit_compile=True,
-            input_signature=[tf.TensorSpec([None] * rank, tf.float32),
-                             tf.TensorSpec([width], tf.float32),
-                             tf.TensorSpec([width], tf.float32), tf.TensorSpec([], tf.float32)])
+            functools.partial(_layer_norm),
+            jit_compile=True,
+            input_signature=[
+                tf.TensorSpec([None] * rank, tf.float32),
+                tf.TensorSpec([width], tf.float32),
+                tf.TensorSpec([width], tf.float32),
+                tf.TensorSpec([], tf.float32),
+            ],
+        )
 
     def call(self, inputs):
         dtype = inputs.dtype
@@ -61,7 +66,11 @@ class LayerNorm(tf_keras.layers.LayerNormalization):
         signature = self._xla_formula.input_signature[0] if self._xla_formula else None
         fits = signature is not None and x.shape.rank == signature.shape.rank
         formula = self._xla_formula if fits and x.dtype == tf.float32 else _layer_norm
-        y = formula(x, tf.cast(self.gamma, x.dtype), tf.cast(self.beta, x.dtype),
-                    tf.constant(self.epsilon, x.dtype))
-        y.set_shape(x.shape)                  # the signature's unknown sizes, made known
+        y = formula(
+            x,
+            tf.cast(self.gamma, x.dtype),
+            tf.cast(self.beta, x.dtype),
+            tf.constant(self.epsilon, x.dtype),
+        )
+        y.set_shape(x.shape)  # the signature's unknown sizes, made known
         return tf.cast(y, dtype)
