@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import types
 import typing
 from collections.abc import Mapping
 from typing import Any
@@ -38,7 +39,7 @@ def check_positive(section: Any, *names: str, prefix: str) -> None:
 def _coerce(value: Any, annotation: Any, key: str) -> Any:
     """`value` checked (and converted where lossless) against a type annotation."""
     origin, args = typing.get_origin(annotation), typing.get_args(annotation)
-    if origin is typing.Union:  # Optional[X]
+    if origin in (typing.Union, types.UnionType):  # X | None (or Optional[X])
         if value is None:
             return None
         return _coerce(value, next(a for a in args if a is not type(None)), key)

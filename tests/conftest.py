@@ -1,9 +1,12 @@
 """Every test starts from the same python / numpy / TF seeds, so a failure reproduces."""
 
 import pytest
+
+# isort: off
+import mbert_lib  # noqa: F401  (first: selects tf-keras before TF is imported)
 import tf_keras
 
-import mbert_lib  # noqa: F401  (selects tf-keras before TF is imported)
+# isort: on
 
 
 @pytest.fixture(autouse=True)

@@ -185,3 +185,25 @@ def test_save_and_load_round_trip(tmp_path):
     again = load_experiment(tmp_path / "saved.yaml")
     assert again == exp
     assert to_dict(again) == to_dict(exp)
+
+
+def test_optional_fields_are_checked_and_converted_like_the_others():
+    """Fields annotated `X | None` (or Optional[X]) take None, and any other value is
+    checked and converted as X: a yaml "1e-3" string becomes a float, a list of devices a
+    tuple, and a number where a string belongs is refused, naming the key."""
+    from mbert_lib.config_tree import from_dict
+
+    experiment = from_dict(
+        PretrainExperiment,
+        {
+            "trainer": {"optimizer": {"global_clipnorm": "1e-3"}, "eval_steps": None},
+            "runtime": {"devices": ["/cpu:0"]},
+        },
+    )
+    assert experiment.trainer.optimizer.global_clipnorm == 0.001
+    assert experiment.trainer.eval_steps is None
+    assert experiment.runtime.devices == ("/cpu:0",)
+    with pytest.raises(ValueError, match="model.preset"):
+        from_dict(PretrainExperiment, {"model": {"preset": 5}})
+    with pytest.raises(ValueError, match="trainer.eval_steps"):
+        from_dict(PretrainExperiment, {"trainer": {"eval_steps": "all"}})
