@@ -184,35 +184,53 @@ class LearningRateSection:
 
 
 @dataclasses.dataclass(frozen=True)
-class TrainerSection:
-    """The training loop: how long, how big, how often to save / evaluate / log."""
+class LoopSection:
+    """What every trainer's `trainer` section holds: batch sizes, the seed, how often it
+    logs, XLA, the optimizer. Pre-training, distillation and fine-tuning extend it."""
 
-    train_steps: int = 1000
     batch_size: int = 32
     eval_batch_size: int = 32
-    eval_steps: int | None = None  # None: the whole held-out set
-    checkpoint_interval: int = 500
-    max_checkpoints_to_keep: int = 3
-    eval_interval: int = 1000
     log_interval: int = 10
     seed: int = 0
     jit_compile: bool = False
     optimizer: OptimizerSection = dataclasses.field(default_factory=OptimizerSection)
-    learning_rate: LearningRateSection = dataclasses.field(default_factory=LearningRateSection)
 
     def __post_init__(self):
+        check_positive(self, "batch_size", "eval_batch_size", "log_interval", prefix="trainer")
+
+
+@dataclasses.dataclass(frozen=True)
+class StepLoopSection(LoopSection):
+    """A loop counted in steps on pre-training data: held-out evaluation and checkpoints
+    every so many steps (pre-training and distillation; fine-tuning counts epochs)."""
+
+    eval_steps: int | None = None  # None: the whole held-out set
+    checkpoint_interval: int = 500
+    max_checkpoints_to_keep: int = 3
+    eval_interval: int = 1000
+
+    def __post_init__(self):
+        super().__post_init__()
         check_positive(
             self,
-            "train_steps",
-            "batch_size",
-            "eval_batch_size",
             "eval_steps",
             "checkpoint_interval",
             "max_checkpoints_to_keep",
             "eval_interval",
-            "log_interval",
             prefix="trainer",
         )
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainerSection(StepLoopSection):
+    """The pre-training loop: how long, at what rate, and the shared loop settings."""
+
+    train_steps: int = 1000
+    learning_rate: LearningRateSection = dataclasses.field(default_factory=LearningRateSection)
+
+    def __post_init__(self):
+        super().__post_init__()
+        check_positive(self, "train_steps", prefix="trainer")
         warmup = self.learning_rate.warmup_steps
         decay = self.learning_rate.decay_steps or self.train_steps
         check(

@@ -162,3 +162,47 @@ def test_a_given_vocab_does_not_stay_in_a_shared_cache_under_the_trained_ones_re
     )
     same = prepare_pretraining_data("local", data_dir, out, **quiet, **OPTIONS)
     assert same.reused == {"corpus": True, "tokenizer": True, "examples": True}
+
+
+def test_a_data_section_reaches_preparation_field_by_field(monkeypatch):
+    """prepare_data_section passes every DataSection field on, under the preparation's name
+    (a new field that is not passed on fails here)."""
+    import dataclasses
+
+    from mbert_lib.data import prepare as prepare_module
+    from mbert_lib.experiment import DataSection
+
+    seen = {}
+    monkeypatch.setattr(prepare_module, "prepare_pretraining_data", lambda **kw: seen.update(kw))
+    section = DataSection(
+        source="local",
+        data_dir="/d",
+        vocab_file="/v.txt",
+        vocab_size=77,
+        lower_case=False,
+        seq_length=33,
+        max_predictions_per_seq=4,
+        masked_lm_prob=0.2,
+        dupe_factor=3,
+        cache_dir="/c",
+        seed=9,
+    )
+    prepare_module.prepare_data_section(section, progress=False)
+    renamed = {"cache_dir": "output_dir", "lower_case": "do_lower_case"}
+    for field in dataclasses.fields(DataSection):
+        assert seen[renamed.get(field.name, field.name)] == getattr(section, field.name), field
+    assert seen["progress"] is False
+
+
+def test_the_data_step_and_the_trainers_read_one_data_section(tmp_path):
+    """The pipeline's data step prepares data_section(ctx); a trainer's experiment gets the
+    same section through data_overrides (plus the model's vocabulary size)."""
+    from mbert_lib.pipeline import make_context
+    from mbert_lib.pipeline.steps import data_section, load_step_experiment
+
+    ctx = make_context("smoke", str(tmp_path))
+    section = data_section(ctx)
+    assert section.cache_dir == str(tmp_path / "data") and section.source == "builtin"
+    teacher = load_step_experiment(ctx, ctx.settings["teacher"])
+    assert teacher.data == section
+    assert teacher.model.build_config().vocab_size == section.vocab_size

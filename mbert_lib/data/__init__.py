@@ -44,7 +44,7 @@ from mbert_lib.data.examples import (
 )
 from mbert_lib.data.glue import load_sst2, read_sst2_tsv
 from mbert_lib.data.pipeline import check_model_compatibility, make_pretraining_dataset
-from mbert_lib.data.prepare import PreparedData, prepare_pretraining_data
+from mbert_lib.data.prepare import PreparedData, prepare_data_section, prepare_pretraining_data
 from mbert_lib.data.text import format_documents, parse_documents, split_sentences
 from mbert_lib.data.tfrecord import read_manifest, read_tfrecord, write_tfrecord
 from mbert_lib.data.tokenizer import (
@@ -75,6 +75,7 @@ __all__ = [
     "check_model_compatibility",
     "make_pretraining_dataset",
     "PreparedData",
+    "prepare_data_section",
     "prepare_pretraining_data",
     "format_documents",
     "parse_documents",

@@ -228,3 +228,27 @@ def prepare_pretraining_data(
         )
     log("seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in seconds.items()))
     return PreparedData(output_dir, tokenizer_dir, examples_dir, manifest, reused, seconds)
+
+
+def prepare_data_section(
+    section, *, log: Callable[[str], None] = print, progress: bool = True
+) -> PreparedData:
+    """`prepare_pretraining_data` for an experiment's `data` section
+    (`mbert_lib.experiment.DataSection`), field by field: what trainers and the pipeline's
+    data step call, so that a setting reaches the examples under one name.
+    """
+    return prepare_pretraining_data(
+        source=section.source,
+        data_dir=section.data_dir,
+        output_dir=section.cache_dir,
+        vocab_file=section.vocab_file,
+        vocab_size=section.vocab_size,
+        do_lower_case=section.lower_case,
+        seq_length=section.seq_length,
+        max_predictions_per_seq=section.max_predictions_per_seq,
+        masked_lm_prob=section.masked_lm_prob,
+        dupe_factor=section.dupe_factor,
+        seed=section.seed,
+        log=log,
+        progress=progress,
+    )

@@ -47,8 +47,8 @@ from mbert_lib.experiment import (
     DataSection,
     LearningRateSection,
     ModelSection,
-    OptimizerSection,
     RuntimeSection,
+    StepLoopSection,
     load_experiment,
 )
 
@@ -178,33 +178,11 @@ class DistillationSection:
 
 
 @dataclasses.dataclass(frozen=True)
-class DistillTrainerSection:
+class DistillTrainerSection(StepLoopSection):
     """The loop settings shared by every stage (steps and rates are per stage)."""
 
-    batch_size: int = 32
-    eval_batch_size: int = 32
-    eval_steps: int | None = None
-    checkpoint_interval: int = 500
     max_checkpoints_to_keep: int = 2
-    eval_interval: int = 1000
-    log_interval: int = 10
-    seed: int = 0
-    jit_compile: bool = False
     eval_each_stage: bool = True  # held-out metrics at the end of every stage (else: at the end)
-    optimizer: OptimizerSection = dataclasses.field(default_factory=OptimizerSection)
-
-    def __post_init__(self):
-        check_positive(
-            self,
-            "batch_size",
-            "eval_batch_size",
-            "eval_steps",
-            "checkpoint_interval",
-            "max_checkpoints_to_keep",
-            "eval_interval",
-            "log_interval",
-            prefix="trainer",
-        )
 
 
 @dataclasses.dataclass(frozen=True)

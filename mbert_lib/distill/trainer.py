@@ -20,7 +20,6 @@ ended with. The teacher runs with training=False and is in no optimizer.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import filecmp
 import json
@@ -41,22 +40,27 @@ from mbert_lib.distill.objective import DistillationObjective
 from mbert_lib.distill.plan import Stage, plan_stages, stage_variables, total_steps
 from mbert_lib.models import build_pretrainer
 from mbert_lib.optim import GroupedOptimizer, create_optimizer
-from mbert_lib.run_lock import run_lock
 from mbert_lib.train.checkpointing import (
     RunCheckpoint,
     is_chief,
-    is_done,
     read_done,
     worker_directory,
     write_done,
 )
-from mbert_lib.train.loop import make_evaluator, make_train_step, run_loop
+from mbert_lib.train.loop import (
+    LoopSettings,
+    make_evaluator,
+    make_train_step,
+    run_loop,
+    step_counter,
+)
 from mbert_lib.train.pretrain_data import (
     PretrainingData,
     strategy_and_data,
 )
 from mbert_lib.train.progress import Scalars
-from mbert_lib.train.run_record import EXPERIMENT_FILE, check_same_run, record_experiment
+from mbert_lib.train.run_dir import finished_run, writing_run
+from mbert_lib.train.run_record import EXPERIMENT_FILE
 from mbert_lib.train.strategy import precision_policy
 
 STAGE_DONE_FILE = "stage_done.json"
@@ -201,20 +205,15 @@ def run_distillation(
     teacher_config = experiment.teacher.build_config()
     stages = plan_stages(experiment.distillation, student_config.num_hidden_layers)
     total = total_steps(stages)
-    finished = is_done(model_dir, total)
-    check_same_run(
+    done = finished_run(
         experiment,
         model_dir,
-        finished=finished,
+        train_steps=total,
         fixed=lambda key: key.startswith(_FIXED_SETTINGS),
+        describe=lambda d: f"finished {d['train_steps']} student steps (asked for {total})",
         log=log,
     )
-    if finished:
-        done = read_done(model_dir)
-        log(
-            f"already done: {model_dir} finished {done['train_steps']} student steps "
-            f"(asked for {total}); nothing to do"
-        )
+    if done is not None:
         return done
     layer_map = teacher_layer_map(
         experiment.distillation.transfer_teacher_layers,
@@ -224,9 +223,7 @@ def run_distillation(
     strategy, data = strategy_and_data(experiment, data)
     _check_tokenizer(teacher_dir, data)
     chief = is_chief(strategy)
-    with run_lock(model_dir, "--model_dir") if chief else contextlib.nullcontext():
-        if chief:
-            record_experiment(experiment, model_dir)
+    with writing_run(experiment, model_dir, chief):
         os.makedirs(model_dir, exist_ok=True)
         log("stages: " + "; ".join(s.describe() for s in stages))
         student, records, final = _run_stages(
@@ -306,13 +303,7 @@ def _run_stages(
             with strategy.scope():
                 groups = stage_variables(student, stage)
                 optimizer = build_stage_optimizer(trainer.optimizer, stage, groups)
-                step = tf.Variable(
-                    0,
-                    dtype=tf.int64,
-                    trainable=False,
-                    name="stage_step",
-                    aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA,
-                )
+                step = step_counter("stage_step")
             checkpoint = RunCheckpoint(
                 worker_directory(os.path.join(directory, "checkpoints"), strategy),
                 trainer.max_checkpoints_to_keep,
@@ -360,22 +351,24 @@ def _run_stages(
                 ),
                 iterator=iterator,
                 step=step,
-                train_steps=stage.train_steps,
                 checkpoint=checkpoint,
-                checkpoint_interval=trainer.checkpoint_interval,
-                tokens_per_step=trainer.batch_size * experiment.data.seq_length,
                 scalars=Scalars(
                     worker_directory(
                         os.path.join(model_dir, "tensorboard", stage_name(stage)), strategy
                     )
                 ),
-                log_interval=trainer.log_interval,
+                settings=LoopSettings(
+                    train_steps=stage.train_steps,
+                    checkpoint_interval=trainer.checkpoint_interval,
+                    tokens_per_step=trainer.batch_size * experiment.data.seq_length,
+                    log_interval=trainer.log_interval,
+                    eval_interval=trainer.eval_interval,
+                    desc=header,
+                    show_progress=show_progress and chief,
+                    postfix_keys=("fmt", "at", "mlm_loss", "kd_loss"),
+                ),
                 evaluate=evaluate,
-                eval_interval=trainer.eval_interval,
-                desc=header,
-                show_progress=show_progress and chief,
                 log=log,
-                postfix_keys=("fmt", "at", "mlm_loss", "kd_loss"),
             )
             if not metrics and evaluate is not None:
                 metrics = evaluate()

@@ -16,6 +16,7 @@ import dataclasses
 from mbert_lib.config_tree import check
 from mbert_lib.experiment import (
     LearningRateSection,
+    LoopSection,
     OptimizerSection,
     RuntimeSection,
 )
@@ -53,24 +54,21 @@ class FinetuneModelSection:
 
 
 @dataclasses.dataclass(frozen=True)
-class FinetuneTrainerSection:
-    """AdamW with linear warmup and linear decay to 0 over all steps (BERT's fine-tuning)."""
+class FinetuneTrainerSection(LoopSection):
+    """AdamW with linear warmup and linear decay to 0 over all steps (BERT's fine-tuning).
+    `seed` sets the head's initialization, dropout and the example order."""
 
-    epochs: int = 3
-    batch_size: int = 32
     eval_batch_size: int = 128
-    learning_rate: float = 1e-4  # peak
-    warmup_fraction: float = 0.1  # of all steps
-    seed: int = 0  # head initialization, dropout, example order
-    log_interval: int = 10
-    jit_compile: bool = False
     optimizer: OptimizerSection = dataclasses.field(
         default_factory=lambda: OptimizerSection(type="adamw")
     )
+    epochs: int = 3
+    learning_rate: float = 1e-4  # peak
+    warmup_fraction: float = 0.1  # of all steps
 
     def __post_init__(self):
-        for name in ("epochs", "batch_size", "eval_batch_size", "log_interval"):
-            check(getattr(self, name) > 0, f"trainer.{name}", "> 0", getattr(self, name))
+        super().__post_init__()
+        check(self.epochs > 0, "trainer.epochs", "> 0", self.epochs)
         check(self.learning_rate > 0, "trainer.learning_rate", "> 0", self.learning_rate)
         check(
             0 <= self.warmup_fraction < 1,

@@ -49,13 +49,11 @@ from mbert_lib.finetune.objective import ClassificationObjective
 from mbert_lib.finetune.tasks import get_task
 from mbert_lib.models import build_classifier, count_params
 from mbert_lib.optim import create_optimizer
-from mbert_lib.run_lock import run_lock
 from mbert_lib.train.checkpointing import RunCheckpoint, read_done, write_done
-from mbert_lib.train.loop import make_train_step, run_loop
+from mbert_lib.train.loop import LoopSettings, make_train_step, run_loop, step_counter
 from mbert_lib.train.progress import Scalars
+from mbert_lib.train.run_dir import finished_run, writing_run
 from mbert_lib.train.run_record import (
-    check_same_run,
-    record_experiment,
     trained_setting,
 )
 from mbert_lib.train.strategy import create_strategy, precision_policy
@@ -110,13 +108,15 @@ def run_finetuning(
     get_task(experiment.task.name).resolve_source(
         experiment.task.source, experiment.task.data_dir
     )  # fail early
-    done = read_done(model_dir)
-    check_same_run(experiment, model_dir, finished=done is not None, fixed=trained_setting, log=log)
+    done = finished_run(
+        experiment,
+        model_dir,
+        train_steps=None,
+        fixed=trained_setting,
+        describe=lambda d: f"finished fine-tuning ({d['metric']} {d['eval'][d['metric']]:.4f})",
+        log=log,
+    )
     if done is not None:
-        log(
-            f"already done: {model_dir} finished fine-tuning ({done['metric']} "
-            f"{done['eval'][done['metric']]:.4f}); nothing to do"
-        )
         return done
     strategy = create_strategy(
         experiment.runtime.distribution_strategy,
@@ -150,8 +150,7 @@ def run_finetuning(
             f"number of replicas ({strategy.num_replicas_in_sync})"
         )
     train_steps = trainer.epochs * per_epoch
-    with run_lock(model_dir, "--model_dir"):
-        record_experiment(experiment, model_dir)
+    with writing_run(experiment, model_dir):
         return _train(
             experiment,
             model_dir,
@@ -189,13 +188,7 @@ def _train(
         )
         optimizer = create_optimizer(trainer.optimizer, trainer.schedule(train_steps), train_steps)
         optimizer.build(model.trainable_variables)
-        step = tf.Variable(
-            0,
-            dtype=tf.int64,
-            trainable=False,
-            name="global_step",
-            aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA,
-        )
+        step = step_counter()
     iterator = iter(train_batches(data.train, trainer.batch_size, trainer.seed))
     checkpoint = RunCheckpoint(
         os.path.join(model_dir, "checkpoints"),
@@ -248,16 +241,18 @@ def _train(
         ),
         iterator=iterator,
         step=step,
-        train_steps=train_steps,
         checkpoint=checkpoint,
-        checkpoint_interval=per_epoch,
-        tokens_per_step=trainer.batch_size * experiment.task.seq_length,
         scalars=Scalars(os.path.join(model_dir, "tensorboard")),
-        log_interval=trainer.log_interval,
+        settings=LoopSettings(
+            train_steps=train_steps,
+            checkpoint_interval=per_epoch,
+            tokens_per_step=trainer.batch_size * experiment.task.seq_length,
+            log_interval=trainer.log_interval,
+            eval_interval=per_epoch,
+            desc=f"finetune {task.name}",
+            show_progress=show_progress,
+        ),
         evaluate=evaluate_epoch,
-        eval_interval=per_epoch,
-        desc=f"finetune {task.name}",
-        show_progress=show_progress,
         log=log,
     )
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from mbert_lib.config_tree import apply_overrides
+from mbert_lib.experiment import DataSection, PretrainExperiment, load_experiment
 from mbert_lib.pipeline.core import Context, Step
 from mbert_lib.runtime import REPO_ROOT
 
@@ -21,49 +23,43 @@ def _source(ctx: Context) -> str:
     return "local" if ctx.data_dir else "builtin"
 
 
+# The data step's settings: the fields of an experiment's `data` section it sets.
+DATA_FIELDS = ("vocab_size", "seq_length", "max_predictions_per_seq", "dupe_factor", "seed")
+
+
+def data_section(ctx: Context) -> DataSection:
+    """The `data` section the data step prepares: its settings, the run's source, and the
+    step's directory as the cache; every trainer that reads pre-training data gets it."""
+    settings = ctx.settings["data"]
+    return DataSection(
+        source=_source(ctx),
+        data_dir=ctx.data_dir,
+        cache_dir=str(ctx.step_dir("data")),
+        **{name: settings[name] for name in DATA_FIELDS},
+    )
+
+
 def data_overrides(ctx: Context) -> list[tuple[str, Any]]:
-    """The data step's settings as overrides of a trainer experiment's `data` section."""
-    data = ctx.settings["data"]
-    pairs = [
-        ("data.source", _source(ctx)),
-        ("data.data_dir", ctx.data_dir),
-        ("data.cache_dir", str(ctx.step_dir("data"))),
-        ("data.vocab_size", data["vocab_size"]),
-        ("model.overrides.vocab_size", data["vocab_size"]),
-        ("data.seq_length", data["seq_length"]),
-        ("data.max_predictions_per_seq", data["max_predictions_per_seq"]),
-        ("data.dupe_factor", data["dupe_factor"]),
-        ("data.seed", data["seed"]),
+    """`data_section(ctx)` as overrides of a trainer experiment (and the model's vocabulary
+    size, which must match the data's)."""
+    section = data_section(ctx)
+    fields = ("source", "data_dir", "cache_dir", *DATA_FIELDS)
+    return [(f"data.{name}", getattr(section, name)) for name in fields] + [
+        ("model.overrides.vocab_size", section.vocab_size)
     ]
-    return pairs
 
 
 def load_step_experiment(ctx: Context, settings: Mapping[str, Any], cls=None):
     """The experiment yaml a trainer step names, with data and step overrides applied."""
-    from mbert_lib.experiment import PretrainExperiment, load_experiment
-
     path = REPO_ROOT / settings["config_file"]
     experiment = load_experiment(path, cls=cls or PretrainExperiment)
-    from mbert_lib.config_tree import apply_overrides
-
     return apply_overrides(experiment, data_overrides(ctx) + list(settings["overrides"].items()))
 
 
 def run_data(ctx: Context, settings: Mapping[str, Any]) -> dict:
-    from mbert_lib.data import prepare_pretraining_data
+    from mbert_lib.data import prepare_data_section
 
-    prepared = prepare_pretraining_data(
-        source=_source(ctx),
-        data_dir=ctx.data_dir,
-        output_dir=ctx.step_dir("data"),
-        vocab_size=settings["vocab_size"],
-        seq_length=settings["seq_length"],
-        max_predictions_per_seq=settings["max_predictions_per_seq"],
-        dupe_factor=settings["dupe_factor"],
-        seed=settings["seed"],
-        log=ctx.log,
-        progress=ctx.show_progress,
-    )
+    prepared = prepare_data_section(data_section(ctx), log=ctx.log, progress=ctx.show_progress)
     return {
         "source": _source(ctx),
         "data_dir": ctx.data_dir,

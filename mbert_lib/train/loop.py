@@ -19,6 +19,7 @@ replicas:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Sequence
 
@@ -29,6 +30,32 @@ from mbert_lib.train.progress import Progress, Scalars
 
 SUM = tf.distribute.ReduceOp.SUM
 MEAN = tf.distribute.ReduceOp.MEAN
+
+
+@dataclasses.dataclass(frozen=True)
+class LoopSettings:
+    """How long `run_loop` runs and how often it logs, saves and evaluates."""
+
+    train_steps: int  # run until the step counter reaches this
+    checkpoint_interval: int  # save every this many steps, and at the end
+    tokens_per_step: int  # for the progress bar's tokens/s: batch × sequence length
+    log_interval: int = 10  # train scalars (TensorBoard train/) every this many steps
+    eval_interval: int = 1000  # evaluate every this many steps, and at the end
+    desc: str = "train"  # the progress bar's label
+    show_progress: bool = True
+    postfix_keys: tuple[str, ...] = ()  # metrics the progress bar shows beside the loss
+
+
+def step_counter(name: str = "global_step") -> tf.Variable:
+    """The int64 step a run checkpoints; create it in `strategy.scope()` (one copy is
+    kept, not one per replica)."""
+    return tf.Variable(
+        0,
+        dtype=tf.int64,
+        trainable=False,
+        name=name,
+        aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA,
+    )
 
 
 def distribute_batch(strategy: tf.distribute.Strategy, batch):
@@ -136,37 +163,31 @@ def run_loop(
     train_step: Callable,
     iterator,
     step: tf.Variable,
-    train_steps: int,
     checkpoint: RunCheckpoint,
-    checkpoint_interval: int,
-    tokens_per_step: int,
     scalars: Scalars,
-    log_interval: int = 10,
+    settings: LoopSettings,
     evaluate: Callable[[], dict] | None = None,
-    eval_interval: int = 1000,
-    desc: str = "train",
-    show_progress: bool = True,
     log: Callable[[str], None] = print,
-    postfix_keys: Sequence[str] = (),
 ) -> dict:
-    """Runs train_step until `step` reaches `train_steps`; returns the last eval metrics.
+    """Runs train_step until `step` reaches `settings.train_steps`; returns the last eval
+    metrics.
 
-    The progress bar shows the loss, tokens/s and the metrics named in `postfix_keys`.
-
-    Saves a checkpoint every `checkpoint_interval` steps and at the end,
-    evaluates every `eval_interval` steps and at the end, writes train
-    scalars every `log_interval` steps (train/) and eval scalars (eval/).
-    A non-finite loss stops the run with an error; the last checkpoint stays.
+    Saves a checkpoint every `checkpoint_interval` steps and at the end, evaluates every
+    `eval_interval` steps and at the end, writes train scalars every `log_interval` steps
+    (train/) and eval scalars (eval/). The progress bar shows the loss, tokens/s and the
+    metrics named in `postfix_keys`. A non-finite loss stops the run with an error; the
+    last checkpoint stays.
     """
     start = int(step)
+    train_steps = settings.train_steps
     progress = Progress(
         train_steps,
         start,
-        tokens_per_step,
-        desc,
-        disable=not show_progress,
+        settings.tokens_per_step,
+        settings.desc,
+        disable=not settings.show_progress,
         log=log,
-        postfix_keys=postfix_keys,
+        postfix_keys=settings.postfix_keys,
     )
     eval_metrics: dict = {}
     try:
@@ -181,17 +202,17 @@ def run_loop(
                 )
             progress.update(values)
             last = current == train_steps
-            if current % log_interval == 0 or last:
+            if current % settings.log_interval == 0 or last:
                 rate = progress.tokens_per_second
                 scalars.write(
                     "train",
                     current,
                     {**values, **({"tokens_per_second": rate} if math.isfinite(rate) else {})},
                 )
-            if current % checkpoint_interval == 0 or last:
+            if current % settings.checkpoint_interval == 0 or last:
                 checkpoint.save(current)
                 progress.pause()
-            if evaluate is not None and (current % eval_interval == 0 or last):
+            if evaluate is not None and (current % settings.eval_interval == 0 or last):
                 eval_metrics = evaluate()
                 scalars.write("eval", current, eval_metrics)
                 progress.write(

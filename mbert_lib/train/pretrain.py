@@ -15,34 +15,36 @@ position; re-run after it finished, it reports "already done" and returns.
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Callable
 
-import tensorflow as tf
 import tf_keras
 
 from mbert_lib.checkpoints import write_model_files
 from mbert_lib.experiment import PretrainExperiment
 from mbert_lib.models import build_pretrainer
 from mbert_lib.optim import create_optimizer
-from mbert_lib.run_lock import run_lock
 from mbert_lib.train.checkpointing import (
     RunCheckpoint,
     is_chief,
-    is_done,
     read_done,
     worker_directory,
     write_done,
 )
-from mbert_lib.train.loop import make_evaluator, make_train_step, run_loop
+from mbert_lib.train.loop import (
+    LoopSettings,
+    make_evaluator,
+    make_train_step,
+    run_loop,
+    step_counter,
+)
 from mbert_lib.train.objectives import PretrainingObjective
 from mbert_lib.train.pretrain_data import (
     PretrainingData,
     strategy_and_data,
 )
 from mbert_lib.train.progress import Scalars
-from mbert_lib.train.run_record import check_same_run, record_experiment
+from mbert_lib.train.run_dir import finished_run, writing_run
 from mbert_lib.train.strategy import precision_policy
 
 
@@ -65,13 +67,7 @@ def _train(
                 trainer.optimizer, trainer.learning_rate, trainer.train_steps
             )
             optimizer.build(model.trainable_variables)
-            step = tf.Variable(
-                0,
-                dtype=tf.int64,
-                trainable=False,
-                name="global_step",
-                aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA,
-            )
+            step = step_counter()
         iterator = iter(data.train.repeat())  # global batches, split per replica in the step
         checkpoint = RunCheckpoint(
             worker_directory(os.path.join(model_dir, "checkpoints"), strategy),
@@ -96,15 +92,17 @@ def _train(
             ),
             iterator=iterator,
             step=step,
-            train_steps=trainer.train_steps,
             checkpoint=checkpoint,
-            checkpoint_interval=trainer.checkpoint_interval,
-            tokens_per_step=trainer.batch_size * experiment.data.seq_length,
             scalars=Scalars(worker_directory(os.path.join(model_dir, "tensorboard"), strategy)),
-            log_interval=trainer.log_interval,
+            settings=LoopSettings(
+                train_steps=trainer.train_steps,
+                checkpoint_interval=trainer.checkpoint_interval,
+                tokens_per_step=trainer.batch_size * experiment.data.seq_length,
+                log_interval=trainer.log_interval,
+                eval_interval=trainer.eval_interval,
+                show_progress=show_progress,
+            ),
             evaluate=evaluate,
-            eval_interval=trainer.eval_interval,
-            show_progress=show_progress,
             log=log,
         )
         if not metrics and evaluate is not None:  # resumed at the last step: evaluate anyway
@@ -122,26 +120,19 @@ def run_pretraining(
     """Trains (or resumes, or skips a finished run); returns the done record with eval metrics."""
     model_dir = os.fspath(model_dir)
     trainer = experiment.trainer
-    finished = is_done(model_dir, trainer.train_steps)
-    check_same_run(
+    done = finished_run(
         experiment,
         model_dir,
-        finished=finished,
+        train_steps=trainer.train_steps,
         fixed=lambda key: key.startswith("model."),
+        describe=lambda d: f"finished {d['train_steps']} steps (asked for {trainer.train_steps})",
         log=log,
     )
-    if finished:
-        done = read_done(model_dir)
-        log(
-            f"already done: {model_dir} finished {done['train_steps']} steps "
-            f"(asked for {trainer.train_steps}); nothing to do"
-        )
+    if done is not None:
         return done
     strategy, data = strategy_and_data(experiment, data)
     chief = is_chief(strategy)
-    with run_lock(model_dir, "--model_dir") if chief else contextlib.nullcontext():
-        if chief:
-            record_experiment(experiment, model_dir)
+    with writing_run(experiment, model_dir, chief):
         model, metrics = _train(experiment, model_dir, strategy, data, show_progress and chief, log)
         if chief:
             write_model_files(model, model_dir, save_tokenizer=data.save_tokenizer)

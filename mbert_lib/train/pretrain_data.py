@@ -73,24 +73,12 @@ def _real_text(experiment) -> PretrainingData:
     from mbert_lib.data import (
         check_model_compatibility,
         make_pretraining_dataset,
-        prepare_pretraining_data,
+        prepare_data_section,
         save_tokenizer,
     )
 
-    data, trainer = experiment.data, experiment.trainer
-    prepared = prepare_pretraining_data(
-        source=data.source,
-        data_dir=data.data_dir,
-        output_dir=data.cache_dir,
-        vocab_file=data.vocab_file,
-        vocab_size=data.vocab_size,
-        do_lower_case=data.lower_case,
-        seq_length=data.seq_length,
-        max_predictions_per_seq=data.max_predictions_per_seq,
-        masked_lm_prob=data.masked_lm_prob,
-        dupe_factor=data.dupe_factor,
-        seed=data.seed,
-    )
+    trainer = experiment.trainer
+    prepared = prepare_data_section(experiment.data)
     tokenizer = prepared.tokenizer()
     check_model_compatibility(
         experiment.model.build_config(), tokenizer=tokenizer, examples_dir=prepared.examples_dir
