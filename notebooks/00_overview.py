@@ -5,6 +5,8 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -32,7 +34,7 @@ import pkgutil
 import pandas as pd
 
 import mbert_lib
-from mbert_lib import anatomy, build_encoder, count_params, get_preset, paper, runtime
+from mbert_lib import anatomy, build_encoder, count_params, get_preset, paper, runtime, tables
 from mbert_lib.viz import anatomy as anatomy_viz
 
 pd.set_option("display.width", 180)
@@ -183,7 +185,7 @@ library
 # $$\text{FLOPs}(T) = 2\,\big[\,T \cdot 3E \cdot H + L\,\big(T\,(4Hh + 3h^2) + 2T^2h + 2FThI\big)\big]$$
 
 # %%
-presets = anatomy.preset_table()
+presets = tables.preset_table()
 presets.drop(columns="params").round(3)
 
 # %% [markdown]
@@ -248,7 +250,7 @@ compare["FLOPs gap (%)"] = 100 * (compare["GFLOPs @T=128"] / compare["paper GFLO
 compare.round(2)
 
 # %%
-flops_t = anatomy.flops_comparison()
+flops_t = tables.flops_comparison()
 for name, row in compare.iterrows():
     line = (f"{name}: {row['params (M)']:.2f}M parameters vs the paper's "
             f"{row['paper params (M)']:g}M ({row['params gap (%)']:+.1f}%)")

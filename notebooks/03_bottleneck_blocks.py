@@ -44,7 +44,7 @@ import pandas as pd
 import tensorflow as tf
 
 from mbert_lib import (anatomy, build_encoder, build_pretrainer, count_params, get_preset,
-                       paper, runtime)
+                       paper, runtime, tables)
 from mbert_lib.layers.transformer import MobileBertTransformer, block_kwargs
 from mbert_lib.viz import anatomy as anatomy_viz
 
@@ -355,10 +355,10 @@ pruned.round(2)
 # | linear out | – | 1024 → 512 | 128 → 512 | 128 → 512 |
 # | layers / params | 12 / 109M | 24 / 293M | 24 / 25.3M | 24 / 15.1M |
 #
-# The same rows, filled in from the presets by `anatomy.table1_shapes`:
+# The same rows, filled in from the presets by `tables.table1_shapes`:
 
 # %%
-shapes = anatomy.table1_shapes()
+shapes = tables.table1_shapes()
 shapes
 
 # %%
@@ -395,7 +395,7 @@ built_vs_closed
 
 # %%
 assert (built_vs_closed["built (count_params)"] == built_vs_closed["closed form"]).all()
-params = anatomy.table1_params_comparison()
+params = tables.table1_params_comparison()
 params.round(3)
 
 # %%
@@ -429,7 +429,7 @@ print(f"MobileBERT_TINY: {params.loc['mobilebert_tiny', 'encoder (M)']:.2f}M vs 
 # adds, norms, activations and softmax.
 
 # %%
-flops_table = anatomy.flops_comparison()
+flops_table = tables.flops_comparison()
 flops_table.round(3)
 
 # %%

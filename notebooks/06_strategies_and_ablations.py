@@ -273,10 +273,10 @@ assert [r for r in table9.index if r in paper.TABLE9] == list(paper.TABLE9)
 # a finding is reproduced when all of its comparisons are. Our +PD is compared with the
 # row above it (the copied embedding and MLM head), so each gain is that of one change.
 # With three seeds the band is itself uncertain: a rough guide, not a test at a stated
-# level. First one comparison by hand, then all of them (`mbert_lib.report.findings`):
+# level. First one comparison by hand, then all of them (`mbert_lib.tables.tables8_9_transfer`):
 
 # %%
-from mbert_lib.report.findings import findings_table
+from mbert_lib.tables.tables8_9_transfer import findings_table
 
 with_at = 100 * np.array(seeded["rows"]["pkt"]["mlm_accuracy"]["values"])             # [n]
 without_at = 100 * np.array(seeded["rows"]["ablation_pd_fmt"]["mlm_accuracy"]["values"])

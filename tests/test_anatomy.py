@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 import tensorflow as tf
 
-from mbert_lib import anatomy, build_encoder, build_pretrainer, count_params, get_preset
+from mbert_lib import anatomy, build_encoder, build_pretrainer, count_params, get_preset, tables
 from mbert_lib.layers.transformer import MobileBertTransformer, block_kwargs
 from mbert_lib.paper import MHA_FFN_RATIO_BAND
 
@@ -268,7 +268,7 @@ def test_flops_elementwise_rows_are_small_and_presets_near_the_paper():
         c = get_preset(name)
         matmul, total = anatomy.flops(c), anatomy.flops(c, elementwise=True)
         assert matmul < total < 1.02 * matmul
-    table = anatomy.flops_comparison()
+    table = tables.flops_comparison()
     assert (table["built vs paper (%)"].abs() < 6).all()
     assert abs(table.loc["bert_base", "built vs paper (%)"]) < 1
 
@@ -281,11 +281,11 @@ def test_bad_arguments_are_named():
 
 
 def test_tables_cover_the_paper_numbers():
-    presets = anatomy.preset_table()
+    presets = tables.preset_table()
     assert presets.loc["mobilebert", "params"] == 24_581_888
     assert presets.loc["mobilebert", "paper params (M)"] == 25.3
     assert math.isnan(presets.loc["tiny_student", "paper params (M)"])
-    t1 = anatomy.table1_params_comparison()
+    t1 = tables.table1_params_comparison()
     assert set(t1.index) == {"bert_base", "ibbert_large", "mobilebert", "mobilebert_tiny"}
     assert t1.loc["mobilebert", "pretrainer (M)"] * 1e6 == pytest.approx(36_597_564)
     assert (t1["encoder vs paper (%)"].abs() < 3).all()
@@ -300,7 +300,7 @@ def test_figures_are_written(tmp_path):
 
     mb = get_preset("mobilebert")
     viz.plot_preset_sizes(
-        anatomy.preset_table(["mobilebert", "tiny_student"]), tmp_path / "presets.png"
+        tables.preset_table(["mobilebert", "tiny_student"]), tmp_path / "presets.png"
     )
     viz.plot_mha_ffn_ratio(
         anatomy.mha_ffn_table({"mobilebert": mb}),

@@ -5,9 +5,9 @@ import pandas as pd
 import pytest
 
 from mbert_lib import paper
-from mbert_lib.report import build_markdown, load_records, models, run, section_status
+from mbert_lib.report import build_markdown, load_records, run, section_status
 from mbert_lib.report.markdown import table
-from mbert_lib.tables import speed_size
+from mbert_lib.tables import speed_size, sst2_finetuning, tables8_9_transfer
 from mbert_lib.tables.table6_quantization import table6_with_targets
 from mbert_lib.tables.table7_norm_act import table7_by_threads
 from tests.report_fixtures import DISTILL, FINETUNE_VALUES, LATENCY, PARAMS, PREDICTIONS, make_run
@@ -40,7 +40,7 @@ def _markdown(records):
 
 
 def test_sst2_mean_std_over_seeds_matches_numpy(records):
-    frame = models.sst2_table(records).set_index("step")
+    frame = sst2_finetuning.sst2_table(records).set_index("step")
     for step, values in FINETUNE_VALUES.items():
         v = 100 * np.array(values)
         expected = f"{v.mean():.1f} ± {v.std(ddof=1):.1f}" if len(v) > 1 else f"{v.mean():.1f}"
@@ -54,7 +54,7 @@ def test_sst2_mean_std_over_seeds_matches_numpy(records):
 
 
 def test_table8_and_9_rows_and_paper_means(records):
-    t8 = models.table8(records).set_index("row")
+    t8 = tables8_9_transfer.table8(records).set_index("row")
     for label, step, mnli in (("PKT", "pkt", 83.9), ("JKT", "jkt", 83.5), ("AKT", "akt", 83.0)):
         assert t8.loc[label, "paper MNLI-m dev (%)"] == mnli  # the confirmed column
         p = DISTILL[step]
@@ -64,10 +64,12 @@ def test_table8_and_9_rows_and_paper_means(records):
         )
     assert t8.loc["PKT", "ours: fine-tuned dev (%)"].startswith("83.3 ± 2.5 (n=3)")
     assert t8.loc["AKT", "ours: fine-tuned dev (%)"] == "not run"
-    assert models.ranking(t8.reset_index()) == "PKT > AKT = JKT"  # ties keep the table order
+    assert (
+        tables8_9_transfer.ranking(t8.reset_index()) == "PKT > AKT = JKT"
+    )  # ties keep the table order
     assert np.isnan(t8.loc["PKT", "paper SST-2 dev (≈, %)"])  # no source for it
     assert t8.loc["JKT", "paper SST-2 dev (≈, %)"] == 92.4
-    t9 = models.table9(records).set_index("row")
+    t9 = tables8_9_transfer.table9(records).set_index("row")
     paper_rows = [r for r in t9.index if r in paper.TABLE9]
     assert paper_rows == list(paper.TABLE9)
     assert list(t9.loc[paper_rows, "paper MNLI-m dev (%)"]) == [80.8, 81.1, 83.8, 84.4]
@@ -231,7 +233,7 @@ def test_tables_8_9_over_pretraining_seeds_and_budget_without_optional_steps(tmp
     }
     _write(out, "distill_seeds", {"task": "sst2", "rows": rows}, seconds=3600.0)
     records = load_records(out, order=["data", "teacher", "pkt"])
-    t8 = models.table8(records).set_index("step")
+    t8 = tables8_9_transfer.table8(records).set_index("step")
     for step, mlm in SEED_MLM.items():
         assert t8.loc[step, "ours, seeds: MLM acc mean (%)"] == pytest.approx(100 * np.mean(mlm))
         assert t8.loc[step, "ours, seeds: MLM acc std (points)"] == pytest.approx(
@@ -243,8 +245,8 @@ def test_tables_8_9_over_pretraining_seeds_and_budget_without_optional_steps(tmp
         )
         assert t8.loc[step, "pre-training seeds"] == "0, 1, 2"
     # seed 0 alone ranks PKT first; the seed means rank JKT first
-    assert models.ranking(t8, "ours, seeds: MLM acc mean (%)") == "JKT > PKT > AKT"
-    t9 = models.table9(records).set_index("step")
+    assert tables8_9_transfer.ranking(t8, "ours, seeds: MLM acc mean (%)") == "JKT > PKT > AKT"
+    t9 = tables8_9_transfer.table9(records).set_index("step")
     assert t9.loc["ablation_pd", "pre-training seeds"].startswith("not run")
     text = build_markdown(
         records,

@@ -5,8 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from mbert_lib.report.findings import FINDINGS, findings_table
 from mbert_lib.seed_contrast import contrast, verdict
+from mbert_lib.tables.tables8_9_transfer import FINDINGS, findings_table
 
 
 def test_difference_of_two_means_and_its_standard_error():

@@ -4,7 +4,6 @@ params   per-component parameter counts, totals, the MHA:FFN ratio
 flops    FLOPs per sequence (matmuls; elementwise ops listed apart), also with the
          last block at the heads' positions only
 shapes   a block traced shape by shape, and the shapes a built layer produces
-tables   presets and the paper's Table 1 beside the counts
 compute  tokens and training FLOPs of a pre-training experiment
 """
 
@@ -20,12 +19,6 @@ from mbert_lib.anatomy.params import (
     table1_view,
 )
 from mbert_lib.anatomy.shapes import block_shape_trace, compare_shape_trace, trace_sublayers
-from mbert_lib.anatomy.tables import (
-    flops_comparison,
-    preset_table,
-    table1_params_comparison,
-    table1_shapes,
-)
 
 __all__ = [
     "ACCOUNTINGS",
@@ -34,16 +27,12 @@ __all__ = [
     "ffn_count_sweep",
     "flops",
     "flops_breakdown",
-    "flops_comparison",
     "heads_only_flops",
     "mha_ffn_ratio",
     "mha_ffn_table",
     "param_breakdown",
     "param_groups",
     "param_total",
-    "preset_table",
-    "table1_params_comparison",
-    "table1_shapes",
     "table1_view",
     "trace_sublayers",
 ]

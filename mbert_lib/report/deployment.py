@@ -10,7 +10,7 @@ import pandas as pd
 from mbert_lib import paper
 from mbert_lib.report import run
 from mbert_lib.report.markdown import not_run, table
-from mbert_lib.report.records import Records, result
+from mbert_lib.step_records import Records, result
 from mbert_lib.tables import speed_size
 from mbert_lib.tables.table6_quantization import table6_with_targets
 from mbert_lib.tables.table7_norm_act import table7_by_threads

@@ -16,9 +16,10 @@ from pathlib import Path
 import pandas as pd
 
 from mbert_lib import atomic, paper
-from mbert_lib.report import deployment, findings, models, run
+from mbert_lib.report import deployment, run
 from mbert_lib.report.markdown import not_run, table
-from mbert_lib.report.records import Records, load_records, result
+from mbert_lib.step_records import Records, load_records, result
+from mbert_lib.tables import sst2_finetuning, table1_sizes, tables8_9_transfer
 
 FIGURES = {"step_times": "report_step_times.png", "finetune": "report_finetune.png"}
 SECTIONS = (
@@ -159,11 +160,11 @@ def _busy_note(times: pd.DataFrame, busy: Sequence[str], threshold: float) -> st
 
 def _table1(records: Records) -> str:
     lines = [
-        table(models.table1(records).round(2)),
+        table(table1_sizes.table1(records).round(2)),
         "Ours: encoder parameters of the presets (closed form, `mbert_lib.anatomy`), "
         "without MLM/NSP heads; the paper counts whole models.",
     ]
-    sizes = models.run_sizes(records)
+    sizes = table1_sizes.run_sizes(records)
     if sizes is not None:
         lines += [
             "The reduced-size models this run trained (encoders as built):",
@@ -184,14 +185,16 @@ def _transfer(records: Records, frame: pd.DataFrame | None, steps: str, finding:
     )
     seeded = frame["ours, seeds: MLM acc mean (%)"].notna().any()
     if seeded:
-        order = models.ranking(frame, "ours, seeds: MLM acc mean (%)") or "no numbers yet"
+        order = (
+            tables8_9_transfer.ranking(frame, "ours, seeds: MLM acc mean (%)") or "no numbers yet"
+        )
         ours = (
             f"Ours, by held-out MLM accuracy averaged over the pre-training seeds (a gap "
             f"smaller than about two seed standard deviations is seed-to-seed noise): "
             f"{order}"
         )
     else:
-        order = models.ranking(frame) or "no numbers yet"
+        order = tables8_9_transfer.ranking(frame) or "no numbers yet"
         ours = (
             f"Ours, by held-out MLM accuracy (one run each; differences within about two "
             f"standard errors are measurement noise, and seed-to-seed spread comes on top: "
@@ -211,19 +214,19 @@ def _transfer(records: Records, frame: pd.DataFrame | None, steps: str, finding:
 
 def _findings(records: Records) -> str:
     seeds = result(records, "distill_seeds")
-    frame = findings.findings_table((seeds or {}).get("rows", {}))
+    frame = tables8_9_transfer.findings_table((seeds or {}).get("rows", {}))
     if frame is None:
         return not_run("distill_seeds (optional: `--steps distill_seeds,report`)")
     n = sorted({len(e["seeds"]) for e in seeds["rows"].values()})
     return "\n\n".join(
         [
             f"Each paper finding as differences of row means over {'/'.join(map(str, n))} "
-            "pre-training seeds (`mbert_lib/report/findings.py`): ours in percentage points "
-            "with its standard error; a comparison is *shown* when it is more than twice its "
-            "standard error above zero, and a finding is reproduced when all of its comparisons "
-            "are. Our +PD is compared with the row above it (no transfer with the copied "
-            "embedding and MLM head), so each gain is that of one change; the paper's column "
-            "compares its own rows.",
+            "pre-training seeds (`mbert_lib/tables/tables8_9_transfer.py`): ours in percentage "
+            "points with its standard error; a comparison is *shown* when it is more than twice "
+            "its standard error above zero, and a finding is reproduced when all of its "
+            "comparisons are. Our +PD is compared with the row above it (no transfer with the "
+            "copied embedding and MLM head), so each gain is that of one change; the paper's "
+            "column compares its own rows.",
             table(frame.round(2)),
         ]
     )
@@ -266,7 +269,7 @@ def _transfer_mechanism(records: Records) -> str:
 
 def _finetune(records: Records, figure: str | None) -> str:
     finetune = result(records, "finetune")
-    frame = models.sst2_table(records)
+    frame = sst2_finetuning.sst2_table(records)
     if frame is None:
         return not_run("finetune")
     from mbert_lib.finetune.report import aim_check
@@ -310,8 +313,12 @@ def build_markdown(
             records, cores, budget_minutes, figures.get("step_times"), pipeline, optional
         ),
         "Table 1": _table1(records),
-        "Table 8": _transfer(records, models.table8(records), "pkt/jkt/akt", paper.TABLE8_FINDING),
-        "Table 9": _transfer(records, models.table9(records), "ablation_*", paper.TABLE9_FINDING),
+        "Table 8": _transfer(
+            records, tables8_9_transfer.table8(records), "pkt/jkt/akt", paper.TABLE8_FINDING
+        ),
+        "Table 9": _transfer(
+            records, tables8_9_transfer.table9(records), "ablation_*", paper.TABLE9_FINDING
+        ),
         "Findings": _findings(records),
         "Transfer": _transfer_mechanism(records),
         "Fine-tuning": _finetune(records, figures.get("finetune")),
@@ -358,7 +365,7 @@ def write_figures(
         )
     finetune = result(records, "finetune")
     if finetune and any(e.get("status") == "done" for e in finetune["models"].values()):
-        labels = {m: label for m, (label, _) in models.SST2_MODELS.items()}
+        labels = {m: label for m, (label, _) in sst2_finetuning.SST2_MODELS.items()}
         line = (
             ("paper: MobileBERT, SST-2 GLUE test", paper.GLUE_TEST_MOBILEBERT["SST-2"])
             if finetune["task"] == "sst2"

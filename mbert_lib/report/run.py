@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from mbert_lib.report.records import Records, result, started_finished
+from mbert_lib.step_records import Records, result, started_finished
 
 
 def busy_threshold(cores: int) -> float:

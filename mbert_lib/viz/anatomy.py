@@ -46,7 +46,7 @@ def _barh_with_paper(ax, names, ours, paper, unit, fmt, suffix):
 def plot_preset_sizes(table: pd.DataFrame, path=None, seq_length: int = 128):
     """Parameters and GFLOPs per preset (log scale, largest first), paper values as red diamonds.
 
-    `table` is `anatomy.preset_table(...)`.
+    `table` is `tables.preset_table(...)`.
     """
     style.apply()
     table = table.sort_values("params (M)", ascending=False, kind="stable")

@@ -50,7 +50,7 @@ from mbert_lib.pipeline.core import read_record
 from mbert_lib.pipeline.steps_distill import load_distill_step_experiment
 from mbert_lib.pipeline.steps_finetune import finetune_experiment
 from mbert_lib.pipeline.steps_seeds import NAME as SEEDS_STEP
-from mbert_lib.report.findings import FINDINGS, findings_table
+from mbert_lib.tables.tables8_9_transfer import FINDINGS, findings_table
 from mbert_lib.seed_contrast import SHOWN_AT, contrast, verdict
 from mbert_lib.train.pretrain_data import build_pretraining_datasets
 

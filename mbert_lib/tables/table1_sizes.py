@@ -1,4 +1,7 @@
-"""The presets and the paper's Table 1 / headline FLOPs beside the counts computed here."""
+"""Table 1 (model sizes) and the paper's headline FLOPs beside the counts of this project:
+the presets by arithmetic (`mbert_lib.anatomy`), and the models a run built (its step
+records, `mbert_lib.step_records`).
+"""
 
 from __future__ import annotations
 
@@ -10,6 +13,8 @@ from mbert_lib.anatomy.flops import flops
 from mbert_lib.anatomy.params import block_widths, param_total, table1_view
 from mbert_lib.config import PRESETS, get_preset
 from mbert_lib.paper import FLOPS_B, TABLE1
+from mbert_lib.step_records import Records, result
+from mbert_lib.tables.sst2_finetuning import SST2_MODELS
 
 
 def preset_table(names=None, seq_length: int = 128) -> pd.DataFrame:
@@ -116,3 +121,51 @@ def table1_shapes(names=tuple(TABLE1)) -> pd.DataFrame:
             "layers / params": f"{c.num_hidden_layers} / {param_total(c) / 1e6:.2f}M",
         }
     return pd.DataFrame(columns)
+
+
+def table1(records: Records) -> pd.DataFrame:
+    """Paper Table 1 parameter counts beside the presets' encoders (closed form), and the
+    encoders the latency step built (when it ran), in millions."""
+    built = {
+        r["model"]: r["params"]
+        for r in (result(records, "latency") or {}).get("records", [])
+        if "params" in r
+    }
+    rows = []
+    for name, row in TABLE1.items():
+        ours = param_total(get_preset(name)) / 1e6
+        rows.append(
+            {
+                "model": name,
+                "layers": row["layers"],
+                "paper (M)": row["params_m"],
+                "ours, encoder (M)": ours,
+                "ours, built by the latency step (M)": built.get(name, math.nan) / 1e6
+                if name in built
+                else math.nan,
+                "ours vs paper (%)": 100 * (ours / row["params_m"] - 1),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def run_sizes(records: Records) -> pd.DataFrame | None:
+    """Encoder parameters of the models this run fine-tuned (built models), and each one's
+    size relative to the teacher beside the paper's MobileBERT / IB-BERT_LARGE."""
+    finetune = result(records, "finetune")
+    if finetune is None:
+        return None
+    done = {m: e for m, e in finetune["models"].items() if e.get("status") == "done"}
+    teacher = done.get("teacher", {}).get("params")
+    ratio = TABLE1["ibbert_large"]["params_m"] / TABLE1["mobilebert"]["params_m"]
+    rows = [
+        {
+            "model": SST2_MODELS.get(m, (m,))[0],
+            "step": m,
+            "encoder params": f"{int(e['params']):,}",
+            "teacher / model": teacher / e["params"] if teacher else math.nan,
+            "paper: IB-BERT_LARGE / MobileBERT": ratio if m == "pkt" else math.nan,
+        }
+        for m, e in done.items()
+    ]
+    return pd.DataFrame(rows)
