@@ -124,6 +124,12 @@ def write_metadata(
             )
             if done.returncode:
                 last = (done.stderr.strip().splitlines() or ["(no message)"])[-1]
+                hint = (
+                    "; tflite-support's compiled modules need the system library libusb-1.0 "
+                    "(Debian/Ubuntu: apt-get install libusb-1.0-0)"
+                    if "libusb" in last
+                    else ""
+                )
                 raise ValueError(
-                    f"tflite-support's metadata writer failed on {tflite_path}: {last}"
+                    f"tflite-support's metadata writer failed on {tflite_path}: {last}{hint}"
                 )
