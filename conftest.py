@@ -4,18 +4,22 @@ Each item is put in an xdist group; a group runs on one worker, in collection or
 and a worker takes the next group when it has run out:
 
 - `fast_run`: the end-to-end smoke test, which builds the fast-mode run that the
-  notebooks reuse (`mbert_lib.pipeline.fast_run_dir`), and the tests that read that
-  run; collected first, it starts at once on one worker;
+  notebooks reuse (`mbert_lib.pipeline.fast_run_dir`), and the bundle tests that read
+  that run; collected first, it starts at once on one worker;
+- `fast_run_seeds`: the optional `distill_seeds` step added to that run
+  (tests/test_pipeline_seeds.py); it waits for `fast_run`, and only the notebooks that
+  read that step (06 and its solutions) wait for it;
 - every other test module is a group of its own, so that its module-scoped
   fixtures (a trained model, a two-replica strategy) are built once, not once on
   each worker that gets one of its tests; each notebook is a group of one;
 - the notebooks that open the shared run (`notebook_context()`) are collected last,
-  so both workers share them, and each waits, before it starts, until the
-  `fast_run` group of this pytest run has finished (`built_by`): by then
-  every step they open is done, and none of them trains into the run while the
-  smoke test does.
+  so both workers share them, and each waits, before it starts, until the shared
+  groups it reads have finished in this pytest run (`built_by`): by then every step
+  it opens is done, and none of them trains into the run while a shared group does.
 
 Without xdist the marks change nothing, and the collection order does the same.
+Every notebook is also marked `slow`, as are the pipeline, training and client tests in
+their modules: `pytest -m "not slow"` is the few-minute run.
 """
 
 import os
@@ -26,52 +30,73 @@ from pathlib import Path
 import pytest
 
 SHARED_FAST_RUN = "fast_run"
+FAST_RUN_SEEDS = "fast_run_seeds"
+SHARED_GROUPS = (SHARED_FAST_RUN, FAST_RUN_SEEDS)
 READS_FAST_RUN = ("notebook_context(", "fast_run_dir(")
+READS_SEEDS = "distill_seeds"
 WAIT_FOR_FAST_RUN_S = 3600
 GROUP = pytest.StashKey[str]()
+WAITS_FOR = pytest.StashKey[tuple]()
 READER = pytest.StashKey[bool]()
 
 
 @cache
-def _reads_fast_run(notebook: str) -> bool:
-    """Whether a notebook opens the shared fast-mode run (its py:percent twin says so)."""
+def _source(notebook: str) -> str:
+    """A notebook's text, from its py:percent twin where there is one."""
     source = Path(notebook).with_suffix(".py")
-    text = (
-        source.read_text(encoding="utf-8")
-        if source.exists()
-        else Path(notebook).read_text(encoding="utf-8")
-    )
-    return any(call in text for call in READS_FAST_RUN)
+    return (source if source.exists() else Path(notebook)).read_text(encoding="utf-8")
 
 
-def built_by() -> Path:
-    """Holds the xdist run id of the pytest run whose `fast_run` group last finished."""
+def built_by(group: str = SHARED_FAST_RUN) -> Path:
+    """Holds the xdist run id of the pytest run in which shared `group` last finished."""
     from mbert_lib.pipeline import fast_run_dir
 
     directory = fast_run_dir()
-    return directory.with_name(directory.name + ".built-by")
+    suffix = "" if group == SHARED_FAST_RUN else f"-{group}"
+    return directory.with_name(f"{directory.name}.built-by{suffix}")
+
+
+def _group(module: str) -> str:
+    if module.startswith("tests/test_pipeline_smoke"):
+        return SHARED_FAST_RUN
+    return FAST_RUN_SEEDS if module == "tests/test_pipeline_seeds.py" else module
 
 
 def pytest_itemcollected(item):
     """Marked as each item is collected, before xdist reads the marks to name the groups."""
     module = item.nodeid.split("::")[0]
-    item.stash[READER] = module.startswith("notebooks/") and _reads_fast_run(str(item.path))
-    group = SHARED_FAST_RUN if module.startswith("tests/test_pipeline_smoke") else module
+    group = _group(module)
+    reader = module.startswith("notebooks/") and any(
+        call in _source(str(item.path)) for call in READS_FAST_RUN
+    )
+    if reader:
+        seeds = (FAST_RUN_SEEDS,) if READS_SEEDS in _source(str(item.path)) else ()
+        waits = (SHARED_FAST_RUN, *seeds)
+    else:
+        waits = (SHARED_FAST_RUN,) if group == FAST_RUN_SEEDS else ()
+    item.stash[READER], item.stash[WAITS_FOR], item.stash[GROUP] = reader, waits, group
     item.add_marker(pytest.mark.xdist_group(group))
-    item.stash[GROUP] = group
+    if module.startswith("notebooks/"):
+        item.add_marker(pytest.mark.slow)  # `pytest -m "not slow"` leaves every notebook out
 
 
 def pytest_collection_modifyitems(items):
-    """The shared-run group first (the longest: it must not wait for a free worker), the
-    notebooks that read its run last, the longer solution notebooks first among them (a
-    stable sort; `--no-loadscope-reorder` keeps xdist from reordering the groups by size)."""
+    """The shared-run group first (the longest: it must not wait for a free worker), then
+    the other tests, the seeds group, and the notebooks that read the shared run last: the
+    longer solution notebooks first among them, those that wait for the seeds group at the
+    very end (a stable sort; `--no-loadscope-reorder` keeps xdist from reordering the
+    groups by size)."""
 
     def rank(item):
-        if item.stash.get(GROUP, None) == SHARED_FAST_RUN:
-            return 0
+        group = item.stash.get(GROUP, None)
+        if group == SHARED_FAST_RUN:
+            return (0, 0)
+        if group == FAST_RUN_SEEDS:
+            return (2, 0)
         if not item.stash.get(READER, False):
-            return 1
-        return 2 if "/solutions/" in item.nodeid else 3
+            return (1, 0)
+        waits_for_seeds = FAST_RUN_SEEDS in item.stash.get(WAITS_FOR, ())
+        return (3 + waits_for_seeds, 0 if "/solutions/" in item.nodeid else 1)
 
     items.sort(key=rank)
 
@@ -96,29 +121,31 @@ def _run_id():
 
 
 def pytest_runtest_setup(item):
-    """A notebook that reads the shared run waits for this run's `fast_run` group (under
-    xdist, when that group is part of the run)."""
+    """An item that reads a shared group's run waits for that group to finish (under
+    xdist, when the group is part of this run)."""
     run_id = _run_id()
-    if not (run_id and item.stash.get(READER, False)) or not any(
-        other.stash.get(GROUP, None) == SHARED_FAST_RUN for other in item.session.items
-    ):
+    if not run_id:
         return
-    marker, deadline = built_by(), time.monotonic() + WAIT_FOR_FAST_RUN_S
-    while not (marker.exists() and marker.read_text(encoding="utf-8") == run_id):
-        if time.monotonic() > deadline:
-            pytest.fail(
-                f"the `{SHARED_FAST_RUN}` group did not finish within "
-                f"{WAIT_FOR_FAST_RUN_S} s ({marker} does not name this run)"
-            )
-        time.sleep(2)
+    present = {other.stash.get(GROUP, None) for other in item.session.items}
+    for group in item.stash.get(WAITS_FOR, ()):
+        if group not in present:
+            continue
+        marker, deadline = built_by(group), time.monotonic() + WAIT_FOR_FAST_RUN_S
+        while not (marker.exists() and marker.read_text(encoding="utf-8") == run_id):
+            if time.monotonic() > deadline:
+                pytest.fail(
+                    f"the `{group}` group did not finish within "
+                    f"{WAIT_FOR_FAST_RUN_S} s ({marker} does not name this run)"
+                )
+            time.sleep(2)
 
 
 def pytest_runtest_teardown(item, nextitem):
-    """The last `fast_run` item on its worker marks the shared run as built by this run."""
-    run_id = _run_id()
+    """The last item of a shared group on its worker marks the group done in this run."""
+    run_id, group = _run_id(), item.stash.get(GROUP, None)
     if (
         run_id
-        and item.stash.get(GROUP, None) == SHARED_FAST_RUN
-        and (nextitem is None or nextitem.stash.get(GROUP, None) != SHARED_FAST_RUN)
+        and group in SHARED_GROUPS
+        and (nextitem is None or nextitem.stash.get(GROUP, None) != group)
     ):
-        built_by().write_text(run_id, encoding="utf-8")
+        built_by(group).write_text(run_id, encoding="utf-8")

@@ -10,6 +10,8 @@ from mbert_lib.bench.distill import step_gflop
 from mbert_lib.distill.experiment import DistillationSection
 from mbert_lib.distill.plan import plan_stages
 
+pytestmark = pytest.mark.slow  # trains, converts or runs a pipeline: `-m "not slow"` skips it
+
 TEACHER = m.get_preset("tiny_teacher").replace(
     vocab_size=64, num_hidden_layers=2, max_position_embeddings=32
 )

@@ -8,6 +8,8 @@ import mbert_lib  # noqa: F401
 from mbert_lib.bench import tflite_latency
 from mbert_lib.cli import main
 
+pytestmark = pytest.mark.slow  # trains, converts or runs a pipeline: `-m "not slow"` skips it
+
 REQUIRED = {
     "model",
     "normalization_type",

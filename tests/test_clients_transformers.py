@@ -6,6 +6,8 @@ the exported tokenizer tokenizes as the project's and truncates to the model's l
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.slow  # trains, converts or runs a pipeline: `-m "not slow"` skips it
+
 transformers = pytest.importorskip("transformers")
 torch = pytest.importorskip("torch")
 

@@ -9,6 +9,8 @@ from mbert_lib.cli import main
 from mbert_lib.distill.experiment import load_distill_experiment
 from tests.distill_fixtures import make_teacher_dir
 
+pytestmark = pytest.mark.slow  # trains, converts or runs a pipeline: `-m "not slow"` skips it
+
 CONFIG = str(Path(__file__).resolve().parents[1] / "experiments" / "distill_synthetic_smoke.yaml")
 SHORT = (
     "distillation.layer_wise.steps=3,distillation.pretrain.steps=4,"

@@ -2,12 +2,15 @@
 clipping as defined."""
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from mbert_lib.distill import gradient_share
 from mbert_lib.distill.objective import DistillationObjective
 from mbert_lib.distill.plan import stage_variables
 from tests.test_distill_objective import batch, counts, setup  # noqa: F401  (fixture)
+
+pytestmark = pytest.mark.slow  # trains, converts or runs a pipeline: `-m "not slow"` skips it
 
 
 def test_term_gradients_sum_to_the_loss_gradient_and_shares_are_consistent(batch):  # noqa: F811

@@ -204,6 +204,7 @@ def test_a_stage_moves_only_its_variables_at_its_rates_and_never_the_teacher(sta
         assert list(groups) == [1.0] and len(groups[1.0]) == len(student.trainable_variables)
 
 
+@pytest.mark.slow
 def test_a_bfloat16_step_trains_with_float32_losses(batch):
     from mbert_lib.train.strategy import precision_policy
 

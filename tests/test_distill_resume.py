@@ -13,6 +13,8 @@ from mbert_lib.train import progress
 from mbert_lib.train.checkpointing import read_done
 from tests.distill_fixtures import make_teacher_dir, tiny_distill_experiment
 
+pytestmark = pytest.mark.slow  # trains, converts or runs a pipeline: `-m "not slow"` skips it
+
 # A 1-layer student learns teacher layer 1 (of 2): stage layer_0 (3 steps), then PD (4 steps).
 RUN = (
     "student.overrides.num_hidden_layers=1,distillation.transfer_teacher_layers=[1],"

@@ -31,6 +31,8 @@ from mbert_lib.models import build_pretrainer
 from mbert_lib.train.loop import make_train_step
 from tests.train_fixtures import VOCAB, tiny_batches
 
+pytestmark = pytest.mark.slow  # trains, converts or runs a pipeline: `-m "not slow"` skips it
+
 LAYERS, LR = 2, 1e-2
 NO_DROPOUT = dict(
     vocab_size=VOCAB,

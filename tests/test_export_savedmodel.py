@@ -17,6 +17,8 @@ from mbert_lib.cli import main
 from mbert_lib.convert import pretrainer_from_tf1_arrays, save_pretrainer
 from tests.convert_fixtures import STUDENT, inputs, model_outputs, random_arrays, reference_shapes
 
+pytestmark = pytest.mark.slow  # trains, converts or runs a pipeline: `-m "not slow"` skips it
+
 SEQ = 16
 WORDS = (
     "the cat sat on mat hello world mobile ##bert run ##ning phone cafe naive "

@@ -10,6 +10,8 @@ from mbert_lib.export import tflite
 from mbert_lib.export.interpreter import TFLiteModel
 from mbert_lib.export.representative import random_features, representative_dataset
 
+pytestmark = pytest.mark.slow  # trains, converts or runs a pipeline: `-m "not slow"` skips it
+
 T = 16
 CONFIG = get_preset("tiny_student").replace(num_hidden_layers=2, vocab_size=128)
 TEACHER = get_preset("tiny_teacher").replace(num_hidden_layers=2, vocab_size=128)

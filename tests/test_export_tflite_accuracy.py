@@ -15,6 +15,8 @@ from mbert_lib import build_classifier, get_preset
 from mbert_lib.export import evaluate, tflite
 from mbert_lib.export.representative import random_features
 
+pytestmark = pytest.mark.slow  # trains, converts or runs a pipeline: `-m "not slow"` skips it
+
 T, V = 16, 40
 CONFIG = get_preset("tiny_student").replace(
     num_hidden_layers=2, vocab_size=V, attention_probs_dropout_prob=0.0

@@ -16,6 +16,8 @@ from tests.classifier_fixtures import SENTENCES, SEQ, packed_ids, save_classifie
 from tests.finetune_fixtures import tokenizer
 from tests.helpers import randomize_affine_weights, randomize_kernels
 
+pytestmark = pytest.mark.slow  # trains, converts or runs a pipeline: `-m "not slow"` skips it
+
 CLIENT = """
 import json, sys
 from tflite_support.task import text

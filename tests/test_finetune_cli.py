@@ -9,6 +9,8 @@ from mbert_lib.cli import main
 from mbert_lib.finetune import search
 from tests.finetune_fixtures import experiment, save_pretrained, write_sst2
 
+pytestmark = pytest.mark.slow  # trains, converts or runs a pipeline: `-m "not slow"` skips it
+
 
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):

@@ -17,6 +17,8 @@ from mbert_lib.finetune.tasks import get_task
 from mbert_lib.train import progress
 from tests.finetune_fixtures import CONFIG, experiment, save_pretrained, tokenizer, write_sst2
 
+pytestmark = pytest.mark.slow  # trains, converts or runs a pipeline: `-m "not slow"` skips it
+
 QUIET = dict(show_progress=False, log=lambda _: None)
 
 

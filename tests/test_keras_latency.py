@@ -24,6 +24,8 @@ from mbert_lib.layers import NoNorm
 from tests.keras_to_tf1 import tf1_arrays_from_encoder
 from tests.numpy_reference import encoder_forward
 
+pytestmark = pytest.mark.slow  # trains, converts or runs a pipeline: `-m "not slow"` skips it
+
 TINY = get_preset("tiny_student").replace(vocab_size=97, num_hidden_layers=2)
 RECORD_KEYS = {
     "model",

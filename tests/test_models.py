@@ -287,6 +287,7 @@ def _heads_only_pretrainer(name):
     return model, inputs
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(HEADS_ONLY_CONFIGS) + ["bert_encoder"])
 def test_heads_only_gives_the_full_models_logits_and_gradients(name):
     """heads_only runs the last block at [CLS] + the masked positions only; every

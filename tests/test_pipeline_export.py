@@ -18,6 +18,8 @@ from mbert_lib.pipeline import PRESETS, STEPS, steps_export
 from mbert_lib.pipeline.core import RECORD_FILE, Context, PipelineError
 from tests import finetune_fixtures as fx
 
+pytestmark = pytest.mark.slow  # trains, converts or runs a pipeline: `-m "not slow"` skips it
+
 SETTINGS = {
     "models": ["tiny"],
     "precisions": list(tflite.PRECISIONS),

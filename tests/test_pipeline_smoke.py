@@ -2,14 +2,15 @@
 
 import shutil
 
-import numpy as np
 import pytest
 
 from mbert_lib.cli import main
 from mbert_lib.pipeline import fast_run_dir
 from mbert_lib.pipeline.core import read_record
-from mbert_lib.report import load_records, models, section_status
+from mbert_lib.report import section_status
 from tests.helpers import strict_json_loads
+
+pytestmark = pytest.mark.slow  # trains, converts or runs a pipeline: `-m "not slow"` skips it
 
 SECTIONS = (
     "Machine",
@@ -26,7 +27,6 @@ SECTIONS = (
 )
 
 
-@pytest.mark.slow
 def test_smoke_reproduction_runs_resumes_and_reports(monkeypatch, capsys):
     """Runs in the fast notebooks' shared directory (emptied first): the notebooks that
     pytest runs after the tests then find every smoke step done instead of training it
@@ -51,6 +51,7 @@ def test_smoke_reproduction_runs_resumes_and_reports(monkeypatch, capsys):
     ):
         assert next(s for t, s in status.items() if t.startswith(name)) == "ok", status
     assert "builtin_shuffled" in report and "NOT SST-2" in report
+    assert not (out / "distill_seeds").exists()  # a full run leaves the optional step out
     _transfer_summary(out)
     assert (out / "report" / "report_step_times.png").exists()
     assert main(["reproduce", "--preset", "smoke", "--out", str(out)]) == 0
@@ -61,7 +62,6 @@ def test_smoke_reproduction_runs_resumes_and_reports(monkeypatch, capsys):
     assert summary and all(
         ("skipped (done)" in line) != line.startswith("report ") for line in summary
     ), summary
-    _optional_seeds_step(out, capsys)
 
 
 def _transfer_summary(out):
@@ -74,48 +74,3 @@ def _transfer_summary(out):
     assert set(summary["ablation_at_kl"]) == {"with_at", "without_at"}
     assert all(v > 0 for v in summary["ablation_at_kl"].values())
     assert read_record(out / "transfer")["result"]["layers"] == summary["layers"]
-
-
-def _optional_seeds_step(out, capsys):
-    """`--steps distill_seeds,report`: every row of Tables 8 and 9 again with seed 1, nothing else
-    re-run; seed 0 is the row's own step; the report's Tables 8/9 average over both."""
-    assert not (out / "distill_seeds").exists()  # a full run leaves it out
-    assert (
-        main(
-            ["reproduce", "--preset", "smoke", "--out", str(out), "--steps", "distill_seeds,report"]
-        )
-        == 0
-    )
-    text = capsys.readouterr().out
-    ran = [
-        line.split()[0]
-        for line in text[text.rindex("\nstep ") :].splitlines()[2:-1]
-        if "skipped (done)" not in line
-    ]
-    assert ran == ["distill_seeds", "report"], ran
-    rows = read_record(out / "distill_seeds")["result"]["rows"]
-    assert set(rows) == {
-        "pkt",
-        "jkt",
-        "akt",
-        "no_transfer",
-        "ablation_copy",
-        "ablation_pd",
-        "ablation_pd_fmt",
-    }
-    for step, entry in rows.items():
-        assert entry["seeds"] == [0, 1]
-        assert entry["eval"][0] == {
-            k: v
-            for k, v in read_record(out / step)["result"]["eval"].items()
-            if k in entry["eval"][0]
-        }
-        assert entry["train_steps"][0] == entry["train_steps"][1]  # equal compute
-        mlm = [e["mlm_accuracy"] for e in entry["eval"]]
-        assert entry["mlm_accuracy"]["mean"] == pytest.approx(np.mean(mlm))
-        assert entry["mlm_accuracy"]["std"] == pytest.approx(np.std(mlm, ddof=1))
-    # the seed reaches training: some row's seed-1 student differs from its seed-0 one
-    assert any(e["eval"][0]["mlm_loss"] != e["eval"][1]["mlm_loss"] for e in rows.values())
-    t8 = models.table8(load_records(out)).set_index("step")
-    assert (t8["pre-training seeds"] == "0, 1").all()
-    assert "averaged over the pre-training seeds" in (out / "REPORT.md").read_text()

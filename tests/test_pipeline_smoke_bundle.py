@@ -25,6 +25,8 @@ from mbert_lib.pipeline.bundle import (
 )
 from mbert_lib.pipeline.core import read_record, step_fingerprints
 
+pytestmark = pytest.mark.slow  # trains, converts or runs a pipeline: `-m "not slow"` skips it
+
 
 def quiet(message):
     pass

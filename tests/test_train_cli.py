@@ -6,7 +6,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.train_fixtures import TINY
+
+pytestmark = pytest.mark.slow  # trains, converts or runs a pipeline: `-m "not slow"` skips it
 
 ROOT = Path(__file__).resolve().parents[1]
 SMOKE = ROOT / "experiments" / "pretrain_synthetic_smoke.yaml"

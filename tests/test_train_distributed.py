@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # trains, converts or runs a pipeline: `-m "not slow"` skips it
+
 ROOT = Path(__file__).resolve().parents[1]
 
 SCRIPT = r"""

@@ -18,6 +18,8 @@ from mbert_lib.train.pretrain import run_pretraining
 from mbert_lib.train.state import pretraining_gradients, restore_training_state
 from tests.train_fixtures import VOCAB, tiny_batches, tiny_config, tiny_experiment
 
+pytestmark = pytest.mark.slow  # trains, converts or runs a pipeline: `-m "not slow"` skips it
+
 
 def arrays(num_examples=20, seed=3):
     batch = next(iter(tiny_batches(num_examples, batch_size=num_examples, seed=seed)))

@@ -56,6 +56,7 @@ def test_grad_norm_is_the_global_norm_before_clipping():
     assert got > 1.0  # so clipping to 1.0 was active
 
 
+@pytest.mark.slow
 def test_jit_compiled_step_matches_the_graph_step():
     batches = list(tiny_batches(24))
     plain_model, _, plain_step = setup(jit_compile=False)
@@ -70,6 +71,7 @@ def test_jit_compiled_step_matches_the_graph_step():
         np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-3, atol=1e-4, err_msg=a.name)
 
 
+@pytest.mark.slow
 def test_bfloat16_step_runs_with_float32_variables_and_loss():
     batch = next(iter(tiny_batches(8)))
     tf_keras.utils.set_random_seed(0)

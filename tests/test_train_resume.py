@@ -13,6 +13,8 @@ from mbert_lib.train.pretrain import run_pretraining
 from mbert_lib.train.pretrain_data import PretrainingData, build_pretraining_datasets
 from tests.train_fixtures import tiny_experiment
 
+pytestmark = pytest.mark.slow  # trains, converts or runs a pipeline: `-m "not slow"` skips it
+
 RUN = "trainer.train_steps=8,trainer.checkpoint_interval=4,trainer.eval_interval=8"
 
 
