@@ -52,3 +52,25 @@ def test_native_stderr_is_silenced_only_inside_the_block(capfd):
         os.write(2, b"inside\n")
     os.write(2, b"outside\n")
     assert capfd.readouterr().err == "outside\n"
+
+
+def test_help_and_reading_every_experiment_yaml_do_not_load_tensorflow():
+    """`--help` of every command and the yaml schemas stay fast: no TensorFlow import."""
+    err = _stderr_of(
+        "import glob, sys\n"
+        "from mbert_lib.cli import build_parser\n"
+        "from mbert_lib.distill.experiment import load_distill_experiment\n"
+        "from mbert_lib.experiment import load_experiment\n"
+        "from mbert_lib.finetune.experiment import FinetuneExperiment\n"
+        "build_parser()\n"
+        "for path in sorted(glob.glob('experiments/*.yaml')):\n"
+        "    if '/distill_' in path:\n"
+        "        load_distill_experiment(path)\n"
+        "    elif '/finetune_' in path:\n"
+        "        load_experiment(path, cls=FinetuneExperiment)\n"
+        "    else:\n"
+        "        load_experiment(path)\n"
+        "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('tensorflow', 'tf_keras'))\n"
+        "print('loaded:', loaded[:5], file=sys.stderr)\n"
+    )
+    assert "loaded: []" in err, err

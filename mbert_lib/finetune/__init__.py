@@ -12,11 +12,6 @@
     trainer.py        run_finetuning (resumable, best epoch exported as a model directory)
     search.py         a grid over batch size / learning rate / epochs x seeds, mean ± std
 
-GLUE files and hub rows are read by `mbert_lib.data.glue`.
+GLUE files and hub rows are read by `mbert_lib.data.glue`. The package imports none of
+its modules, so that reading a fine-tuning yaml does not load TensorFlow.
 """
-
-from mbert_lib.finetune.experiment import FinetuneExperiment
-from mbert_lib.finetune.tasks import TASKS, Task, get_task
-from mbert_lib.finetune.trainer import run_finetuning
-
-__all__ = ["FinetuneExperiment", "TASKS", "Task", "get_task", "run_finetuning"]
