@@ -19,11 +19,16 @@ SIMD_FLAGS = (
     "avx512_vnni",
     "avx_vnni",
     "avx512_bf16",
+    "amx_bf16",
     "amx_int8",
     "asimddp",
     "fphp",
     "i8mm",
+    "bf16",
 )
+# Instructions that compute in bfloat16 natively (x86: AVX512-BF16, AMX; Arm: BF16).
+# Without one, TensorFlow emulates bfloat16 and mixed precision only slows training down.
+BFLOAT16_FLAGS = ("avx512_bf16", "amx_bf16", "bf16")
 
 
 def _cpuinfo() -> dict[str, str]:
@@ -73,3 +78,9 @@ def describe(info: dict | None = None) -> str:
         f"{info['model']}, {info['machine']}, {info['logical_cpus']} logical CPUs, SIMD "
         f"{' '.join(info['simd']) or 'none listed'}" + (f", {caches}" if caches else "")
     )
+
+
+def native_bfloat16(info: dict | None = None) -> bool:
+    """True if the CPU lists an instruction set that computes in bfloat16 natively."""
+    info = info or cpu_info()
+    return any(flag in info["simd"] for flag in BFLOAT16_FLAGS)

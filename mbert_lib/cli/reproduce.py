@@ -28,6 +28,13 @@ def add_arguments(parser) -> None:
         help="comma-separated step names to run (and what they need); "
         "default: all but the optional ones (distill_seeds)",
     )
+    parser.add_argument(
+        "--mixed_precision",
+        default="float32",
+        choices=["float32", "bfloat16"],
+        help="train every step in bfloat16 (about 1.2x faster where the CPU computes "
+        "bfloat16 natively: AVX512-BF16, AMX; refused elsewhere); default: %(default)s",
+    )
 
 
 def run(args) -> int:
@@ -43,10 +50,16 @@ def run(args) -> int:
         only = [s.strip() for s in args.steps.split(",") if s.strip()]
         if not only:
             raise CommandError("--steps names no step (leave it out to run every step)")
-    ctx = make_context(args.preset, args.out, args.data_dir)
+    try:
+        ctx = make_context(
+            args.preset, args.out, args.data_dir, mixed_precision=args.mixed_precision
+        )
+    except ValueError as e:
+        raise CommandError(str(e)) from None
     ctx.log(
         f"reproduce: preset {args.preset}, output {ctx.out_dir}, data "
         f"{ctx.data_dir or 'builtin (offline default)'}"
+        + (f", {args.mixed_precision}" if args.mixed_precision != "float32" else "")
     )
     records: list[dict] = []
     try:

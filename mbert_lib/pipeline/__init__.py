@@ -6,6 +6,7 @@
     steps.py     data and teacher steps (thin glue to the library) and their settings
     steps_report.py  the last step: REPORT.md from every record (mbert_lib.report)
     registry.py  every step module in order; the `laptop` and `smoke` presets
+    precision.py the bfloat16 opt-in: every trainer step's runtime.mixed_precision
     bundle.py    a finished run's trained steps in one checked file, installed by ensure()
 
 Notebooks use the same steps to get (or make) the artifacts they discuss:
@@ -21,7 +22,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from mbert_lib.pipeline import bundle, core
+from mbert_lib.pipeline import bundle, core, precision
 from mbert_lib.pipeline.core import (
     DEFAULT_OUT,
     Context,
@@ -42,9 +43,17 @@ def make_context(
     data_dir: str | None = None,
     log=print,
     show_progress: bool = True,
+    mixed_precision: str = "float32",
 ) -> Context:
-    """A Context for `preset`, writing under out_dir (default runs/<preset>)."""
+    """A Context for `preset`, writing under out_dir (default runs/<preset>).
+
+    mixed_precision "bfloat16" trains every step in bfloat16 (`precision.py`); it is
+    refused on a CPU without native bfloat16.
+    """
+    precision.check_precision(mixed_precision)
     settings = get_pipeline_preset(preset)
+    if mixed_precision != "float32":
+        settings = precision.with_mixed_precision(settings, mixed_precision)
     out = Path(out_dir) if out_dir else core.DEFAULT_OUT / preset
     return Context(
         out_dir=out,
