@@ -169,9 +169,18 @@ def test_two_steps_match_the_reference(stage_index):
             tf.convert_to_tensor(g).numpy().astype(np.float64)
             for g in tape.gradient(want_loss, variables)
         ]
+        before = [x.copy() for x in xs]
         want_norm = _numpy_lamb_step(xs, want_grads, ms, vs, lrs, decay, adapt, t)
         out = step(iterator)
         np.testing.assert_allclose(float(out["loss"]), float(want_loss), rtol=2e-5)
         np.testing.assert_allclose(float(out["grad_norm"]), want_norm, rtol=1e-4)
-        for v, x in zip(variables, xs):
-            np.testing.assert_allclose(v.numpy(), x, rtol=1e-4, atol=1e-6, err_msg=v.name)
+        for v, x, x0 in zip(variables, xs, before):
+            # The float32 step against the float64 one, to 0.1 % of the variable's largest
+            # update (measured: at most 0.02 %). Adam moves every element by about the
+            # rate, however small the weight, so a weight near zero cannot be held to a
+            # tolerance relative to itself (seen: a LayerNorm beta of 8e-4 off by 1.1e-6
+            # after a step of 1e-2, on a 2-core Xeon with AVX-512).
+            step_size = np.abs(x - x0).max()
+            np.testing.assert_allclose(
+                v.numpy(), x, rtol=1e-4, atol=max(1e-6, 1e-3 * step_size), err_msg=v.name
+            )
