@@ -166,3 +166,55 @@ def test_the_checks_catch_a_circle_and_an_upward_import(tmp_path):
         "mbert_lib.data.up imports mbert_lib.pipeline: layer 0 (data) -> layer 1 (pipeline)"
     ]
     assert layer_violations(graph, ({"pipeline"}, {"data"})) == []  # downward: allowed
+
+
+REASON = "on use:"
+
+
+def unexplained_deferred_imports(root: Path = ROOT) -> list[str]:
+    """Imports inside a function with no `# on use: <why>` comment: on the statement's
+    first line, or on the line just above the run of imports it belongs to."""
+    out = []
+    for path in sorted(root.rglob("*.py")):
+        lines = path.read_text(encoding="utf-8").splitlines()
+        tree = ast.parse("\n".join(lines))
+        for function in ast.walk(tree):
+            if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for block in ast.walk(function):
+                body = getattr(block, "body", None)
+                if not isinstance(body, list) or (
+                    block is not function
+                    and isinstance(block, (ast.FunctionDef, ast.AsyncFunctionDef))
+                ):
+                    continue
+                group_start = None
+                for statement in body:
+                    if not isinstance(statement, (ast.Import, ast.ImportFrom)):
+                        group_start = None
+                        continue
+                    group_start = group_start or statement.lineno
+                    above = lines[group_start - 2] if group_start >= 2 else ""
+                    if REASON not in lines[statement.lineno - 1] and REASON not in above:
+                        where = path.relative_to(root.parent)
+                        out.append(
+                            f"{where}:{statement.lineno}: {lines[statement.lineno - 1].strip()}"
+                        )
+    return out
+
+
+def test_every_import_inside_a_function_says_why():
+    """Imports belong at the top; the few that wait for their function (to keep --help free
+    of TensorFlow, an optional front end, a runtime of its own) say so."""
+    assert unexplained_deferred_imports() == []
+
+
+def test_the_reason_check_catches_a_silent_deferred_import(tmp_path):
+    package = tmp_path / "mbert_lib"
+    package.mkdir()
+    (package / "a.py").write_text(
+        "def f():\n    # on use: heavy\n    import json\n    import os\n\n"
+        "def g():\n    import sys  # on use: heavy\n\n"
+        "def h():\n    x = 1\n    import re\n    return x\n"
+    )
+    assert unexplained_deferred_imports(package) == ["mbert_lib/a.py:11: import re"]

@@ -21,10 +21,17 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+import tensorflow as tf
+
 from mbert_lib import atomic
+from mbert_lib.bench import tflite_latency
 from mbert_lib.bench.anchor import STDERR_TAIL_LINES, AnchorError, check_anchor
+from mbert_lib.bench.hardware import cpu_info
 from mbert_lib.bench.timing import interleaved_timings
 from mbert_lib.config import MobileBertConfig
+from mbert_lib.export import tflite
+from mbert_lib.export.interpreter import TFLiteModel
+from mbert_lib.export.representative import random_features
 
 EXPORT_SCRIPT = (
     Path(__file__).resolve().parents[2] / "experiments" / "tf_models_anchor" / "export_encoder.py"
@@ -88,9 +95,6 @@ def anchor_info(saved: str | os.PathLike) -> dict:
 
 def convert_savedmodel(saved: str | os.PathLike, path: str | os.PathLike, precision: str) -> int:
     """The SavedModel's serving signature through our converter settings; returns bytes."""
-    import tensorflow as tf
-
-    from mbert_lib.export import tflite
 
     loaded = tf.saved_model.load(os.fspath(saved))
     converter = tflite.make_converter(
@@ -118,8 +122,6 @@ def time_rounds(
     ([1, seq_length], no padding). Returns per round {"side/precision/threads":
     {"median_ms", "min_ms"}}; a fresh interpreter per case and round.
     """
-    from mbert_lib.export.interpreter import TFLiteModel
-    from mbert_lib.export.representative import random_features
 
     if rounds < 1:
         raise ValueError(f"rounds must be >= 1, got {rounds}")
@@ -201,9 +203,6 @@ def run_comparison(
     "comparison"}; raises ValueError for a model tf-models' encoder cannot build and
     AnchorError when the anchor fails or its encoder has another number of weights.
     """
-    from mbert_lib.bench import tflite_latency
-    from mbert_lib.bench.hardware import cpu_info
-    from mbert_lib.export.interpreter import TFLiteModel
 
     config, baseline = tflite_latency.MODELS[model]
     if baseline is None or not (config.trigram_input and config.use_bottleneck):

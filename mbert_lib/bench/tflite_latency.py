@@ -30,8 +30,12 @@ from collections.abc import Iterable, Sequence
 
 import tf_keras
 
+from mbert_lib import paper
 from mbert_lib.bench.timing import interleaved_timings
 from mbert_lib.config import MobileBertConfig, get_preset
+from mbert_lib.export import tflite
+from mbert_lib.export.interpreter import TFLiteModel
+from mbert_lib.export.representative import random_features
 from mbert_lib.models import build_encoder, count_params
 
 _TINY_MOBILEBERT = get_preset("tiny_student").replace(num_hidden_layers=2, vocab_size=1000)
@@ -112,7 +116,6 @@ def export_variant(variant: Variant, workdir: str, seq_length: int, seed: int = 
     The file name carries a hash of config, precision and seq_length, so a
     kept workdir is reused only for the same export.
     """
-    from mbert_lib.export import tflite
 
     tag = hashlib.sha1(
         (variant.config.to_json_string() + variant.precision + str(seq_length)).encode()
@@ -144,8 +147,6 @@ def measure(
     repeats, size_bytes, params, tflite, op_counts, load_1min (the 1-minute load
     average when the timing ended: above the core count, other work shared the CPU).
     """
-    from mbert_lib.export.interpreter import TFLiteModel
-    from mbert_lib.export.representative import random_features
 
     exported = {}
     for v in variant_list:
@@ -250,7 +251,6 @@ def summarize(records: Sequence[dict]) -> list[dict]:
 
 def format_report(records: Sequence[dict]) -> str:
     """Every case (sorted), then the ratios beside the paper's."""
-    from mbert_lib import paper
 
     lines = [
         f"{'model':<17}{'norm':<11}{'act':<6}{'precision':<13}{'thr':>4}"

@@ -5,6 +5,13 @@ is timed in the same run (mbert_lib.bench.anchor): `--rounds` rounds, each ours
 then the anchor, and the per-round ratios ours / anchor with their median.
 """
 
+import json
+import os
+
+from mbert_lib import atomic
+from mbert_lib.bench.anchor import check_anchor, compare_rounds, run_anchor
+from mbert_lib.bench.hardware import cpu_info
+from mbert_lib.bench.timing import write_json
 from mbert_lib.cli._args import (
     check_predictions,
     check_seq_length,
@@ -12,6 +19,7 @@ from mbert_lib.cli._args import (
     output_file,
     positive_int,
 )
+from mbert_lib.config import get_preset
 
 HELP = "measure distillation steps/s and tokens/s (layer-wise FMT + AT, and PD)"
 DEFAULT_ROUNDS = 3
@@ -51,9 +59,8 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
+    # on use: building the parser (--help) must not load TensorFlow
     from mbert_lib.bench.distill import distill_rounds
-    from mbert_lib.bench.timing import write_json
-    from mbert_lib.config import get_preset
 
     if args.anchor_python is None and args.rounds is not None:
         raise ValueError("--rounds needs --anchor_python (rounds alternate ours and the anchor)")
@@ -95,13 +102,9 @@ def _line(r: dict) -> str:
 
 
 def _run_with_anchor(args, teacher, student) -> int:
-    import json
-    import os
 
-    from mbert_lib import atomic
-    from mbert_lib.bench.anchor import check_anchor, compare_rounds, run_anchor
+    # on use: building the parser (--help) must not load TensorFlow
     from mbert_lib.bench.distill import distill_rounds
-    from mbert_lib.bench.hardware import cpu_info
 
     rounds = DEFAULT_ROUNDS if args.rounds is None else args.rounds
     if rounds < 1:

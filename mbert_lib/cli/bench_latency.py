@@ -6,6 +6,12 @@ converted by our converter settings, is timed in the same run against ours
 per-round latency ratios ours / tf-models with their median.
 """
 
+import json
+import os
+import tempfile
+
+from mbert_lib import atomic
+from mbert_lib.cli import CommandError
 from mbert_lib.cli._args import check_seq_length, nonnegative_int, output_file, positive_int
 
 HELP = (
@@ -68,11 +74,9 @@ def _split(text: str) -> list[str]:
 
 
 def run(args) -> int:
-    import os
-    import tempfile
 
+    # on use: building the parser (--help) must not load TensorFlow
     from mbert_lib.bench import tflite_latency, write_json
-    from mbert_lib.cli import CommandError
 
     if args.models is None:
         args.models = "mobilebert" if args.anchor_python else "mobilebert,bert_base"
@@ -110,11 +114,8 @@ def run(args) -> int:
 
 
 def _run_with_anchor(args, models, precisions, threads, workdir) -> int:
-    import json
-
-    from mbert_lib import atomic
+    # on use: building the parser (--help) must not load TensorFlow
     from mbert_lib.bench import latency_anchor
-    from mbert_lib.cli import CommandError
 
     if len(models) != 1:
         raise CommandError(

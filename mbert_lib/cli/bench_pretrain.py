@@ -1,5 +1,6 @@
 """`python -m mbert_lib bench pretrain`: pre-training step throughput, with and without XLA."""
 
+from mbert_lib.bench.timing import write_json
 from mbert_lib.cli._args import (
     check_predictions,
     check_seq_length,
@@ -7,6 +8,7 @@ from mbert_lib.cli._args import (
     output_file,
     positive_int,
 )
+from mbert_lib.config import get_preset
 
 HELP = "measure pre-training (MLM + NSP) steps/s and tokens/s, jit_compile off vs on"
 
@@ -25,9 +27,8 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
+    # on use: building the parser (--help) must not load TensorFlow
     from mbert_lib.bench.pretrain import pretrain_step_throughput
-    from mbert_lib.bench.timing import write_json
-    from mbert_lib.config import get_preset
 
     config = get_preset(args.preset)
     check_seq_length(args.seq_length, {args.preset: config})

@@ -24,6 +24,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
+    # on use: building the parser (--help) must not load TensorFlow
     from mbert_lib.pipeline import make_context
     from mbert_lib.pipeline.bundle import DEFAULT_BUNDLE, write_bundle
 

@@ -1,5 +1,9 @@
 """`python -m mbert_lib convert hf`: a Hugging Face MobileBERT directory -> a TF2 checkpoint."""
 
+import os
+
+from mbert_lib.cli import CommandError
+
 HELP = (
     "convert a Hugging Face MobileBERT directory (config.json + model.safetensors) "
     "to a TF2 checkpoint directory"
@@ -27,12 +31,10 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    import os
-
-    from mbert_lib.cli import CommandError
 
     if os.path.exists(args.tf2_checkpoint_path) and not args.overwrite:
         raise CommandError(f"{args.tf2_checkpoint_path} already exists (use --overwrite)")
+    # on use: building the parser (--help) must not load TensorFlow
     from mbert_lib.convert import convert_hf
 
     report = convert_hf(

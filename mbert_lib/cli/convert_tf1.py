@@ -1,5 +1,9 @@
 """`python -m mbert_lib convert tf1`: a released TF1 checkpoint -> an mbert_lib TF2 checkpoint."""
 
+import os
+
+from mbert_lib.cli import CommandError
+
 HELP = "convert a TF1 MobileBERT checkpoint (google-research layout) to a TF2 checkpoint directory"
 
 
@@ -25,12 +29,10 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    import os
-
-    from mbert_lib.cli import CommandError
 
     if os.path.exists(args.tf2_checkpoint_path) and not args.overwrite:
         raise CommandError(f"{args.tf2_checkpoint_path} already exists (use --overwrite)")
+    # on use: building the parser (--help) must not load TensorFlow
     from mbert_lib.convert import convert_tf1_checkpoint
 
     report = convert_tf1_checkpoint(

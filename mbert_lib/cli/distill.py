@@ -1,5 +1,9 @@
 """`python -m mbert_lib distill --config_file X.yaml --teacher_dir T --model_dir S`."""
 
+from mbert_lib.config_tree import apply_overrides, to_yaml
+from mbert_lib.distill.experiment import load_distill_experiment
+from mbert_lib.distill.plan import plan_stages, total_steps
+
 HELP = (
     "transfer a pre-trained teacher's knowledge into a student (PKT / JKT / AKT + PD) "
     "from an experiment yaml"
@@ -47,9 +51,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from mbert_lib.config_tree import apply_overrides, to_yaml
-    from mbert_lib.distill.experiment import load_distill_experiment
-    from mbert_lib.distill.plan import plan_stages, total_steps
+    # on use: building the parser (--help) must not load TensorFlow
     from mbert_lib.train.checkpointing import is_done
 
     experiment = load_distill_experiment(args.config_file, args.params_override or None)
@@ -66,6 +68,7 @@ def run(args) -> int:
     stages = plan_stages(
         experiment.distillation, experiment.student.build_config().num_hidden_layers
     )
+    # on use: building the parser (--help) must not load TensorFlow
     from mbert_lib.distill.trainer import run_distillation
 
     if is_done(args.model_dir, total_steps(stages)):  # no plan: the trainer says done,

@@ -1,5 +1,10 @@
 """`python -m mbert_lib export hf`: an mbert_lib checkpoint -> the Hugging Face layout."""
 
+import os
+
+from mbert_lib.cli import CommandError
+from mbert_lib.config import MobileBertConfig
+
 HELP = (
     "write a model directory as a Hugging Face MobileBERT directory (config.json + "
     "model.safetensors + tokenizer): a pretrainer as MobileBertForPreTraining, a "
@@ -41,13 +46,10 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    import os
-
-    from mbert_lib.cli import CommandError
 
     if os.path.exists(args.export_dir) and not args.overwrite:
         raise CommandError(f"{args.export_dir} already exists (use --overwrite)")
-    from mbert_lib.config import MobileBertConfig
+    # on use: building the parser (--help) must not load TensorFlow
     from mbert_lib.convert import export_hf
 
     config = MobileBertConfig.from_json_file(args.config) if args.config else None

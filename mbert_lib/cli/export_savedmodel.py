@@ -1,6 +1,11 @@
 """`python -m mbert_lib export savedmodel`: a pretrainer as TF-Hub-style encoder +
 preprocessing SavedModels, a fine-tuned classifier as one serving SavedModel (strings in)."""
 
+import os
+
+from mbert_lib.cli import CommandError
+from mbert_lib.config import MobileBertConfig
+
 HELP = (
     "export a pretrainer as a TF-Hub-style encoder SavedModel (with an `mlm` sub-object) "
     "and a matching preprocessing SavedModel, or a fine-tuned classifier as one serving "
@@ -56,10 +61,9 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    import os
 
+    # on use: building the parser (--help) must not load TensorFlow
     from mbert_lib.checkpoints import expect_kind
-    from mbert_lib.cli import CommandError
     from mbert_lib.convert.hf import vocab_beside
 
     kind = expect_kind(args.checkpoint, ("pretrainer", "classifier"), "export savedmodel")
@@ -74,14 +78,15 @@ def run(args) -> int:
     for path in outputs:
         if os.path.exists(path) and not args.overwrite:
             raise CommandError(f"{path} already exists (use --overwrite)")
+    # on use: building the parser (--help) must not load TensorFlow
     from mbert_lib.checkpoints import load_model
-    from mbert_lib.config import MobileBertConfig
     from mbert_lib.data.tokenizer import load_tokenizer
 
     do_lower_case = load_tokenizer(vocab_file, args.do_lower_case).do_lower_case
     config = MobileBertConfig.from_json_file(args.config) if args.config else None
     model = load_model(args.checkpoint, kind, config)
     if kind == "classifier":
+        # on use: building the parser (--help) must not load TensorFlow
         from mbert_lib.convert.classifier_labels import classifier_labels
         from mbert_lib.convert.savedmodel_classifier import export_classifier_savedmodel
 
@@ -96,6 +101,7 @@ def run(args) -> int:
             f"seq_length {seq_length})"
         )
         return 0
+    # on use: building the parser (--help) must not load TensorFlow
     from mbert_lib.convert import export_preprocessing, export_savedmodel
 
     seq_length = args.seq_length or 128

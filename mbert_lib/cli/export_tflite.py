@@ -1,5 +1,14 @@
 """`python -m mbert_lib export tflite`: a checkpoint to a .tflite file at one precision."""
 
+import os
+import tempfile
+
+import numpy as np
+
+from mbert_lib.cli import CommandError
+from mbert_lib.config import MobileBertConfig
+from mbert_lib.export.tflite_metadata import check_metadata_target, support_python
+
 HELP = (
     "convert a model directory or checkpoint (mbert_lib.checkpoints) to TFLite at "
     "fp32 / dynamic_int8 / float16 / int8"
@@ -86,14 +95,8 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    import os
-    import tempfile
-
-    import numpy as np
-
+    # on use: building the parser (--help) must not load TensorFlow
     from mbert_lib.checkpoints import load_config, load_model
-    from mbert_lib.cli import CommandError
-    from mbert_lib.config import MobileBertConfig
     from mbert_lib.convert.hf import vocab_beside
     from mbert_lib.export import representative, tflite, tflite_metadata
 
@@ -187,11 +190,10 @@ def run(args) -> int:
 
 def _metadata_labels(args):
     """The labels of the classifier to export with metadata; CommandError if it cannot be."""
+    # on use: building the parser (--help) must not load TensorFlow
     from mbert_lib.checkpoints import checkpoint_shapes, resolve_checkpoint
-    from mbert_lib.cli import CommandError
     from mbert_lib.convert.classifier_labels import classifier_labels
     from mbert_lib.convert.hf import vocab_beside
-    from mbert_lib.export.tflite_metadata import check_metadata_target, support_python
 
     if args.model != "classifier":
         raise CommandError("--metadata describes a classifier's labels: add --model classifier")

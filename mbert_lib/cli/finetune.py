@@ -1,5 +1,13 @@
 """`python -m mbert_lib finetune --task sst2 --init_checkpoint DIR --model_dir DIR`."""
 
+import json
+
+from mbert_lib import strict_json
+from mbert_lib.cli import CommandError
+from mbert_lib.config_tree import apply_overrides, parse_overrides
+from mbert_lib.experiment import load_experiment, to_yaml
+from mbert_lib.finetune.experiment import FinetuneExperiment
+
 HELP = (
     "fine-tune a pre-trained model directory on a GLUE task (or the offline "
     "builtin_shuffled task); prints the dev metrics as JSON"
@@ -67,9 +75,6 @@ def add_arguments(parser) -> None:
 
 
 def _experiment(args):
-    from mbert_lib.config_tree import apply_overrides
-    from mbert_lib.experiment import load_experiment
-    from mbert_lib.finetune.experiment import FinetuneExperiment
 
     experiment = (
         load_experiment(args.config_file, cls=FinetuneExperiment)
@@ -88,8 +93,6 @@ def _experiment(args):
 
 
 def _grid(args) -> tuple[dict, list[int]]:
-    from mbert_lib.cli import CommandError
-    from mbert_lib.config_tree import parse_overrides
 
     grid = dict(parse_overrides(args.grid))
     try:
@@ -102,11 +105,6 @@ def _grid(args) -> tuple[dict, list[int]]:
 
 
 def run(args) -> int:
-    import json
-
-    from mbert_lib import strict_json
-    from mbert_lib.cli import CommandError
-    from mbert_lib.experiment import to_yaml
 
     if args.seeds and not args.grid:
         raise CommandError("--seeds goes with --grid")
@@ -123,6 +121,7 @@ def run(args) -> int:
     )
     print(to_yaml(experiment), end="", flush=True)
     if args.grid:
+        # on use: building the parser (--help) must not load TensorFlow
         from mbert_lib.finetune.search import run_grid, summarize
 
         grid, seeds = _grid(args)
@@ -138,6 +137,7 @@ def run(args) -> int:
         )
         return 0
 
+    # on use: building the parser (--help) must not load TensorFlow
     from mbert_lib.finetune.trainer import run_finetuning
 
     done = run_finetuning(experiment, args.model_dir, show_progress=not args.no_progress)

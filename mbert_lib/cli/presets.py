@@ -1,5 +1,9 @@
 """`python -m mbert_lib presets`: the named configurations and their sizes."""
 
+import json
+
+from mbert_lib.config import PRESETS
+
 HELP = "list the named configurations (paper Table 1 shapes and laptop presets)"
 
 
@@ -8,9 +12,6 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    import json
-
-    from mbert_lib.config import PRESETS
 
     if args.json:
         print(json.dumps({name: c.to_dict() for name, c in PRESETS.items()}, indent=2))

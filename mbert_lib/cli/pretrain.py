@@ -1,5 +1,7 @@
 """`python -m mbert_lib pretrain --config_file experiments/X.yaml --model_dir DIR`."""
 
+from mbert_lib.experiment import load_experiment, to_yaml
+
 HELP = "pre-train a model with MLM + NSP (the IB-BERT teacher) from an experiment yaml"
 
 
@@ -25,12 +27,14 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from mbert_lib.experiment import load_experiment, to_yaml
+    # on use: building the parser (--help) must not load TensorFlow
     from mbert_lib.train.checkpointing import is_done
 
     experiment = load_experiment(args.config_file, args.params_override or None)
-    if is_done(args.model_dir, experiment.trainer.train_steps):  # no plan: the trainer says
-        from mbert_lib.train.pretrain import run_pretraining  # done, or that it differs
+    # No plan: the trainer says done, or that the run differs.
+    if is_done(args.model_dir, experiment.trainer.train_steps):
+        # on use: building the parser (--help) must not load TensorFlow
+        from mbert_lib.train.pretrain import run_pretraining
 
         run_pretraining(experiment, args.model_dir, show_progress=False)
         return 0
@@ -40,6 +44,7 @@ def run(args) -> int:
     )
     print(to_yaml(experiment), end="", flush=True)
 
+    # on use: building the parser (--help) must not load TensorFlow
     from mbert_lib.train.pretrain import run_pretraining
 
     result = run_pretraining(experiment, args.model_dir, show_progress=not args.no_progress)

@@ -1,5 +1,9 @@
 """`python -m mbert_lib reproduce`: every step of the paper at laptop scale, resumable."""
 
+import os
+
+from mbert_lib.cli import CommandError
+
 HELP = (
     "run the whole reduced-size pipeline (data -> teacher -> transfer -> fine-tuning -> "
     "TFLite -> report); finished steps are skipped, a killed run resumes"
@@ -38,9 +42,8 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    import os
 
-    from mbert_lib.cli import CommandError
+    # on use: building the parser (--help) must not load TensorFlow
     from mbert_lib.pipeline import STEPS, make_context, run_steps, summary_table
 
     if args.out is not None and os.path.exists(args.out) and not os.path.isdir(args.out):

@@ -18,6 +18,11 @@ import dataclasses
 import os
 from pathlib import Path
 
+from mbert_lib.experiment import load_experiment
+from mbert_lib.finetune.experiment import FinetuneExperiment
+from mbert_lib.finetune.tasks import get_task
+from mbert_lib.train.run_record import EXPERIMENT_FILE
+
 
 @dataclasses.dataclass(frozen=True)
 class ClassifierLabels:
@@ -50,16 +55,12 @@ def classifier_labels(path: str | os.PathLike, num_classes: int) -> ClassifierLa
     output: a regression score). Raises ValueError, naming the directory, when the head's
     size does not match the task's classes.
     """
-    from mbert_lib.train.run_record import EXPERIMENT_FILE
 
     directory = _model_dir(path)
     experiment_file = directory / EXPERIMENT_FILE
     if not experiment_file.is_file():
         names = () if num_classes == 1 else tuple(f"LABEL_{i}" for i in range(num_classes))
         return ClassifierLabels(None, names)
-    from mbert_lib.experiment import load_experiment
-    from mbert_lib.finetune.experiment import FinetuneExperiment
-    from mbert_lib.finetune.tasks import get_task
 
     experiment = load_experiment(experiment_file, cls=FinetuneExperiment)
     task = get_task(experiment.task.name)

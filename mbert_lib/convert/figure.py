@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.patches import Rectangle
 
 
 def plot_per_head_reshape(
@@ -12,9 +14,6 @@ def plot_per_head_reshape(
     right: the Keras kernel [D, N, d] as N panels [D, d]. Column (n, j) is outlined on both sides.
     Returns the matplotlib figure.
     """
-    import matplotlib.pyplot as plt
-    from matplotlib.patches import Rectangle
-
     rows, width = kernel.shape
     d = width // num_heads
     per_head = kernel.reshape(rows, num_heads, d)  # [D, N, d]

@@ -25,12 +25,15 @@ import os
 from pathlib import Path
 
 import numpy as np
+from safetensors import safe_open
+from safetensors.numpy import save_file
 
 from mbert_lib import atomic
 from mbert_lib.config import MobileBertConfig
 from mbert_lib.convert.check import ConversionReport, match_variables
 from mbert_lib.convert.names import hf_to_tf1, name_map, tf1_to_hf, unused_entries
-from mbert_lib.data.tokenizer import tokenizer_files
+from mbert_lib.convert.tf2 import pretrainer_from_tf1_arrays, save_pretrainer
+from mbert_lib.data.tokenizer import load_tokenizer, tokenizer_files
 
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
@@ -160,8 +163,6 @@ def _hf_unused(config: MobileBertConfig) -> dict[str, tuple]:
 
 def read_hf_directory(model_dir: str | os.PathLike):
     """(config, TF1-named float32 arrays, report) from a Hugging Face model directory; strict."""
-    from safetensors import safe_open
-
     model_dir = os.fspath(model_dir)
     config_path = os.path.join(model_dir, CONFIG_FILE)
     weights_path = os.path.join(model_dir, WEIGHTS_FILE)
@@ -224,7 +225,6 @@ def convert_hf(
     overwrite: bool = False,
 ) -> ConversionReport:
     """Converts a Hugging Face directory into an mbert_lib checkpoint directory."""
-    from mbert_lib.convert.tf2 import pretrainer_from_tf1_arrays, save_pretrainer
 
     config, arrays, report = read_hf_directory(model_dir)
     report.output = os.fspath(tf2_checkpoint_path)
@@ -248,7 +248,6 @@ def convert_hf(
 def read_hf_tokenizer(model_dir: str | os.PathLike):
     """The WordPiece tokenizer of a Hugging Face directory (its vocab.txt, casing from its
     tokenizer_config.json, default lower-case), or None without a vocab.txt."""
-    from mbert_lib.data.tokenizer import load_tokenizer
 
     directory = Path(model_dir)
     if not (directory / VOCAB_FILE).is_file():
@@ -283,8 +282,6 @@ def write_hf_directory(
     classifier (hf_classifier.py) passes its encoder's arrays, its own config.json and its
     head under Hugging Face names (`head_tensors`, PyTorch layout).
     """
-    from safetensors.numpy import save_file
-
     check_hf_representable(config, f"the model exported to {os.fspath(export_dir)}")
 
     tensors = {
@@ -302,8 +299,6 @@ def write_hf_directory(
         # transformers refuses safetensors files without a "format" entry.
         save_file(tensors, os.path.join(tmp, WEIGHTS_FILE), metadata={"format": "pt"})
         if vocab_file is not None:
-            from mbert_lib.data.tokenizer import load_tokenizer
-
             tokenizer = load_tokenizer(vocab_file, do_lower_case=do_lower_case)
             if tokenizer.vocab_size != config.vocab_size:
                 raise ValueError(

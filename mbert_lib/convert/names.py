@@ -29,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+import pandas as pd
 
 from mbert_lib.config import MobileBertConfig
 
@@ -352,8 +353,6 @@ def unused_entries(config: MobileBertConfig) -> list[Entry]:
 
 def name_table(config: MobileBertConfig, include_heads: bool = True):
     """The name map as a pandas DataFrame (one row per weight)."""
-    import pandas as pd
-
     return pd.DataFrame(
         [
             {

@@ -20,6 +20,9 @@ from __future__ import annotations
 import os
 
 import tensorflow as tf
+import tensorflow_text as text
+
+from mbert_lib import atomic
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]")
 
@@ -46,7 +49,6 @@ class Preprocessor(tf.Module):
 
     def __init__(self, vocab_file: str, do_lower_case: bool, seq_length: int = 128):
         super().__init__(name="preprocessor")
-        import tensorflow_text as text
 
         if seq_length < 3:
             raise ValueError(f"seq_length must be >= 3 ([CLS] x [SEP]), got {seq_length}")
@@ -76,7 +78,6 @@ class Preprocessor(tf.Module):
 
     def pack(self, segments, seq_length):
         """Tokenized segments (1 or 2, from `tokenize`) -> the three inputs [B, seq_length]."""
-        import tensorflow_text as text
 
         flat = [s.merge_dims(-2, -1) for s in segments]  # [B, (tokens)] each
         budget = seq_length - len(flat) - 1  # [CLS] + one [SEP] each
@@ -119,7 +120,6 @@ def export_preprocessing(
     overwrite: bool = False,
 ) -> None:
     """Writes the preprocessing SavedModel to `export_path` atomically."""
-    from mbert_lib import atomic
 
     module = Preprocessor(os.fspath(vocab_file), do_lower_case, seq_length)
     module.trace()

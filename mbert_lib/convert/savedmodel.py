@@ -24,6 +24,8 @@ import os
 
 import tensorflow as tf
 
+from mbert_lib import atomic
+from mbert_lib.convert.preprocessing import read_vocab
 from mbert_lib.models import INPUT_NAMES
 
 INPUT_SPEC = {name: tf.TensorSpec([None, None], tf.int32, name=name) for name in INPUT_NAMES}
@@ -124,8 +126,6 @@ def export_savedmodel(
     overwrite: bool = False,
 ) -> None:
     """Writes the encoder SavedModel of a built Pretrainer to `export_path` atomically."""
-    from mbert_lib import atomic
-    from mbert_lib.convert.preprocessing import read_vocab
 
     vocab = read_vocab(vocab_file)
     if len(vocab) != pretrainer.config.vocab_size:

@@ -24,7 +24,8 @@ import os
 
 import tensorflow as tf
 
-from mbert_lib.convert.preprocessing import Preprocessor
+from mbert_lib import atomic
+from mbert_lib.convert.preprocessing import Preprocessor, read_vocab
 from mbert_lib.convert.savedmodel import INPUT_SPEC, Hidden
 
 _TEXT = tf.TensorSpec([None], tf.string)
@@ -86,8 +87,6 @@ def export_classifier_savedmodel(
     overwrite: bool = False,
 ) -> None:
     """Writes the serving SavedModel of a built Classifier to `export_path` atomically."""
-    from mbert_lib import atomic
-    from mbert_lib.convert.preprocessing import read_vocab
 
     vocab = read_vocab(vocab_file)
     if len(vocab) != classifier.config.vocab_size:

@@ -13,10 +13,13 @@ import json
 import os
 
 import numpy as np
+import tensorflow as tf
 
+from mbert_lib.checkpoints import DAMAGED, DamagedCheckpointError
 from mbert_lib.config import MobileBertConfig
 from mbert_lib.convert.check import ConversionReport, Matched, match_variables
 from mbert_lib.convert.names import name_map, unused_entries
+from mbert_lib.convert.tf2 import pretrainer_from_tf1_arrays, save_pretrainer
 
 # Training state, not model weights: skipped, and listed in the report.
 _BOOKKEEPING_NAMES = {
@@ -55,9 +58,6 @@ def read_tf1_checkpoint(
     Raises CheckpointMismatchError listing every missing, unexpected and
     mis-shaped variable; returns float32 arrays under the TF1 names.
     """
-    import tensorflow as tf
-
-    from mbert_lib.checkpoints import DAMAGED, DamagedCheckpointError
 
     path = os.fspath(path)
     try:
@@ -87,7 +87,6 @@ def convert_tf1_checkpoint(
     overwrite: bool = False,
 ) -> ConversionReport:
     """Converts a TF1 checkpoint into the directory `tf2_checkpoint_path` (see convert.tf2)."""
-    from mbert_lib.convert.tf2 import pretrainer_from_tf1_arrays, save_pretrainer
 
     config = (
         bert_config
@@ -153,7 +152,6 @@ def write_tf1_checkpoint(arrays: dict[str, np.ndarray], prefix: str | os.PathLik
     Integer scalars (e.g. `global_step`) keep their dtype, everything else is
     float32. Returns the checkpoint prefix.
     """
-    import tensorflow as tf
 
     prefix = os.fspath(prefix)
     os.makedirs(os.path.dirname(os.path.abspath(prefix)), exist_ok=True)

@@ -31,7 +31,7 @@ import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
-from mbert_lib.data.provenance import SourceFile
+from mbert_lib.data.provenance import SourceFile, sha256_bytes
 from mbert_lib.data.text import Document, count_words, format_documents, split_sentences
 
 _SKIPPED_DIRS = frozenset({"test", "tests", "idle_test", "__pycache__", "site-packages"})
@@ -151,7 +151,6 @@ def load_builtin_corpus() -> str:
 
 def builtin_source_file(documents: list[Document]) -> SourceFile:
     """Provenance of the builtin corpus (its text's sha256, the Python version)."""
-    from mbert_lib.data.provenance import sha256_bytes
 
     text = format_documents(documents).encode("utf-8")
     version = ".".join(map(str, sys.version_info[:3]))

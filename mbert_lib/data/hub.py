@@ -26,7 +26,7 @@ def load_hub_split(
     to work offline: a local copy, or `offline` (what else works for this caller).
     """
     if loader is None:
-        import datasets
+        import datasets  # on use: heavy (pyarrow), and only the hub source reads it
 
         loader = datasets.load_dataset
     try:

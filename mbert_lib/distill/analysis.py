@@ -16,6 +16,7 @@ import tensorflow as tf
 
 from mbert_lib.distill.losses import FmtWeights, attention_transfer, feature_map_transfer
 from mbert_lib.models import INPUT_NAMES
+from mbert_lib.optim.schedules import WarmupPolynomialDecay
 from mbert_lib.train.progress import read_scalars
 
 
@@ -205,7 +206,6 @@ def learning_rate_budget(stages, num_layers: int) -> pd.DataFrame:
     LAMB, e^(Σ η) bounds how much a stage can grow a weight matrix (notebook 05).
     Returns a frame with index block (0..num_layers-1).
     """
-    from mbert_lib.optim.schedules import WarmupPolynomialDecay
 
     budget = np.zeros((num_layers, 2))
     for stage in stages:

@@ -34,7 +34,11 @@ import tf_keras
 
 from mbert_lib import atomic
 from mbert_lib.checkpoints import load_pretrainer, read_checkpoint, write_model_files
-from mbert_lib.distill.experiment import DistillExperiment, teacher_layer_map
+from mbert_lib.distill.experiment import (
+    DistillExperiment,
+    load_distill_experiment,
+    teacher_layer_map,
+)
 from mbert_lib.distill.initialize import copy_from_teacher
 from mbert_lib.distill.objective import DistillationObjective
 from mbert_lib.distill.plan import Stage, plan_stages, stage_variables, total_steps
@@ -400,7 +404,6 @@ def _run_stages(
 
 def read_run(model_dir: str | os.PathLike) -> tuple[DistillExperiment, list[Stage]]:
     """The experiment a run in `model_dir` was started with, and its stages."""
-    from mbert_lib.distill.experiment import load_distill_experiment
 
     experiment = load_distill_experiment(os.path.join(os.fspath(model_dir), EXPERIMENT_FILE))
     layers = experiment.student.build_config().num_hidden_layers

@@ -29,7 +29,9 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from mbert_lib.checkpoints import load_pretrainer
 from mbert_lib.distill import analysis
+from mbert_lib.distill.trainer import load_stage_student, read_run
 
 
 def uniform_attention(mask, num_heads: int) -> np.ndarray:
@@ -127,8 +129,6 @@ def summarize_run(
 ) -> dict:
     """{"layers": [...], "ablation_at_kl": {"with_at", "without_at"} (when ablation_dir),
     "targets": {...}} for the progressive run in `pkt_dir` on a held-out `batch`."""
-    from mbert_lib.checkpoints import load_pretrainer
-    from mbert_lib.distill.trainer import load_stage_student, read_run
 
     experiment, stages = read_run(pkt_dir)
     if experiment.distillation.strategy != "progressive":

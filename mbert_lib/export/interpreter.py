@@ -24,6 +24,7 @@ class TFLiteModel:
     """
 
     def __init__(self, model: str | os.PathLike | bytes, num_threads: int = 1):
+        # on use: LiteRT's runtime loads when a model runs, after TensorFlow's
         from ai_edge_litert.interpreter import Interpreter
 
         if isinstance(model, (bytes, bytearray)):

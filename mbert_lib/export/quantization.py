@@ -90,6 +90,7 @@ def int8_tensors(model: str | os.PathLike | bytes) -> list[dict]:
     the weights (a Dense kernel [in, out] is stored transposed, [out, in],
     axis 0); for a full-integer model, activations too.
     """
+    # on use: LiteRT's runtime loads when a model runs, after TensorFlow's
     from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
     # Without XNNPACK: the delegate packs the constant tensors it takes and frees their

@@ -19,6 +19,7 @@ import argparse
 
 
 def main() -> None:
+    # on use: tflite-support lives in its own venv (it pins protobuf < 4), which runs this file
     from tflite_support.metadata_writers import bert_nl_classifier, metadata_info, writer_utils
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -29,6 +29,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from mbert_lib.data.builtin_corpus import builtin_documents
 from mbert_lib.data.corpus import split_heldout
 from mbert_lib.data.errors import DataError
 from mbert_lib.data.glue import GlueExample
@@ -79,8 +80,6 @@ def builtin_shuffled_examples(
     if split not in ("train", "dev"):
         raise DataError(f"{NAME} has the splits 'train' and 'dev', not {split!r}")
     if documents is None:
-        from mbert_lib.data.builtin_corpus import builtin_documents
-
         documents = builtin_documents()
     train_docs, dev_docs = split_heldout(documents, HELDOUT_FRACTION)
     dev = [s for d in dev_docs for s in d if _usable(s)]

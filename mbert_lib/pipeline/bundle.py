@@ -42,9 +42,13 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
+import tensorflow as tf
 
 from mbert_lib import atomic
+from mbert_lib.checkpoints import read_checkpoint
 from mbert_lib.data.provenance import sha256_file
+from mbert_lib.distill.trainer import init_dir, read_run, stage_checkpoint, stage_dir
+from mbert_lib.models import build_pretrainer
 from mbert_lib.pipeline.core import (
     STALE_MARK,
     Context,
@@ -217,11 +221,6 @@ def _is_resume_state(relative: Path, distillation: bool) -> bool:
 def _stage_snapshots(source: Path, target: Path) -> None:
     """Each stage's newest checkpoint (and the initial student), model weights only, in
     the layout `distill.trainer.stage_checkpoint` reads; checked tensor by tensor."""
-    import tensorflow as tf
-
-    from mbert_lib.checkpoints import read_checkpoint
-    from mbert_lib.distill.trainer import init_dir, read_run, stage_checkpoint, stage_dir
-    from mbert_lib.models import build_pretrainer
 
     experiment, stages = read_run(source)
     config = experiment.student.build_config()
@@ -258,7 +257,6 @@ def _stage_snapshots(source: Path, target: Path) -> None:
 def _check_same_weights(original: str, rewritten: str) -> None:
     """Every model tensor of `rewritten` equals the same key in `original`, and none is
     missing."""
-    import tensorflow as tf
 
     before, after = tf.train.load_checkpoint(original), tf.train.load_checkpoint(rewritten)
     model_keys = {

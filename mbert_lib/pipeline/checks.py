@@ -11,6 +11,7 @@ import errno
 import os
 from pathlib import Path
 
+from mbert_lib.data import glue, wikitext
 from mbert_lib.step_records import PipelineError
 
 # OSError numbers of a full disk or an exhausted quota.
@@ -22,7 +23,6 @@ _DISK_FULL_TEXT = os.strerror(errno.ENOSPC)  # "No space left on device"
 def expected_layout() -> str:
     """The files a local data directory must hold, relative to it, as the loaders look for
     them: WikiText-2 text (any split, any layout) and GLUE SST-2 train.tsv + dev.tsv."""
-    from mbert_lib.data import glue, wikitext
 
     wiki = [
         str(p)
@@ -38,7 +38,6 @@ def check_data_dir(path: str | os.PathLike) -> str:
 
     The message names the directory and every file the loaders look for.
     """
-    from mbert_lib.data import glue, wikitext
 
     directory = Path(path)
     if not directory.is_dir():

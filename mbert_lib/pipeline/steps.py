@@ -14,9 +14,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from mbert_lib.config_tree import apply_overrides
+from mbert_lib.data import prepare_data_section
 from mbert_lib.experiment import DataSection, PretrainExperiment, load_experiment
 from mbert_lib.pipeline.core import Context, Step
 from mbert_lib.runtime import REPO_ROOT
+from mbert_lib.train.pretrain import run_pretraining
 
 
 def _source(ctx: Context) -> str:
@@ -57,7 +59,6 @@ def load_step_experiment(ctx: Context, settings: Mapping[str, Any], cls=None):
 
 
 def run_data(ctx: Context, settings: Mapping[str, Any]) -> dict:
-    from mbert_lib.data import prepare_data_section
 
     prepared = prepare_data_section(data_section(ctx), log=ctx.log, progress=ctx.show_progress)
     return {
@@ -70,7 +71,6 @@ def run_data(ctx: Context, settings: Mapping[str, Any]) -> dict:
 
 
 def run_teacher(ctx: Context, settings: Mapping[str, Any]) -> dict:
-    from mbert_lib.train.pretrain import run_pretraining
 
     experiment = load_step_experiment(ctx, settings)
     done = run_pretraining(

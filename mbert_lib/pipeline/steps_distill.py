@@ -32,6 +32,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from mbert_lib import atomic, strict_json
+from mbert_lib.checkpoints import load_pretrainer
+from mbert_lib.config_tree import apply_overrides
+from mbert_lib.data import make_pretraining_dataset
+from mbert_lib.distill.experiment import load_distill_experiment
+from mbert_lib.distill.trainer import run_distillation
+from mbert_lib.distill.transfer_summary import summarize_run
 from mbert_lib.pipeline.core import Context, Step
 from mbert_lib.pipeline.steps import data_overrides
 from mbert_lib.runtime import REPO_ROOT
@@ -41,8 +48,6 @@ HEADLINE = ("mlm_accuracy", "perplexity", "nsp_accuracy", "mlm_loss")
 
 def load_distill_step_experiment(ctx: Context, settings: Mapping[str, Any]):
     """The yaml a distillation step names, with the data step's and the step's overrides."""
-    from mbert_lib.config_tree import apply_overrides
-    from mbert_lib.distill.experiment import load_distill_experiment
 
     pairs = []
     for key, value in data_overrides(ctx):
@@ -59,7 +64,6 @@ def load_distill_step_experiment(ctx: Context, settings: Mapping[str, Any]):
 
 def _runner(name: str):
     def run(ctx: Context, settings: Mapping[str, Any]) -> dict:
-        from mbert_lib.distill.trainer import run_distillation
 
         experiment = load_distill_step_experiment(ctx, settings)
         done = run_distillation(
@@ -148,10 +152,6 @@ TRANSFER_FILE = "transfer.json"
 
 
 def run_transfer(ctx: Context, settings: Mapping[str, Any]) -> dict:
-    from mbert_lib import atomic, strict_json
-    from mbert_lib.checkpoints import load_pretrainer
-    from mbert_lib.data import make_pretraining_dataset
-    from mbert_lib.distill.transfer_summary import summarize_run
 
     batch = next(
         iter(

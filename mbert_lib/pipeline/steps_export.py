@@ -31,7 +31,14 @@ from typing import Any
 
 import numpy as np
 
+from mbert_lib.bench import tflite_latency, write_json
+from mbert_lib.checkpoints import load_classifier
+from mbert_lib.experiment import load_experiment
+from mbert_lib.export.evaluate import evaluate_precisions, format_table
+from mbert_lib.finetune.experiment import FinetuneExperiment
+from mbert_lib.finetune.trainer import cached_task_data
 from mbert_lib.pipeline.core import Context, PipelineError, Step
+from mbert_lib.train.run_record import EXPERIMENT_FILE
 
 RECORDS_FILE = "latency.json"
 
@@ -69,12 +76,6 @@ def _variant(record: Mapping[str, Any]) -> dict:
 
 
 def run_tflite(ctx: Context, settings: Mapping[str, Any]) -> dict:
-    from mbert_lib.checkpoints import load_classifier
-    from mbert_lib.experiment import load_experiment
-    from mbert_lib.export.evaluate import evaluate_precisions, format_table
-    from mbert_lib.finetune.experiment import FinetuneExperiment
-    from mbert_lib.finetune.trainer import cached_task_data
-    from mbert_lib.train.run_record import EXPERIMENT_FILE
 
     finetune = ctx.result("finetune")
     models, loaded, seq_length = {}, {}, None
@@ -124,7 +125,6 @@ def run_tflite(ctx: Context, settings: Mapping[str, Any]) -> dict:
 
 
 def run_latency(ctx: Context, settings: Mapping[str, Any]) -> dict:
-    from mbert_lib.bench import tflite_latency, write_json
 
     models = tflite_latency.expand_models(settings["models"])
     variant_list = tflite_latency.variants(models, settings["precisions"], settings["table7"])

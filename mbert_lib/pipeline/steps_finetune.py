@@ -25,10 +25,16 @@ import shutil
 from collections.abc import Mapping
 from typing import Any
 
+from mbert_lib.config_tree import apply_overrides, check, to_dict
+from mbert_lib.experiment import load_experiment
+from mbert_lib.finetune.experiment import FinetuneExperiment
+from mbert_lib.finetune.search import mean_std
+from mbert_lib.finetune.trainer import cached_task_data, run_finetuning
 from mbert_lib.pipeline.core import Context, PipelineError, Step, read_record
 from mbert_lib.pipeline.steps import load_step_experiment
 from mbert_lib.pipeline.steps_distill import SIZES, student_updates
 from mbert_lib.runtime import REPO_ROOT
+from mbert_lib.train.pretrain import run_pretraining
 
 # Pre-training steps of the BERT baseline: the number of student updates of the
 # distillation rows (layer-wise stages + pre-training distillation), the same
@@ -54,7 +60,6 @@ def task_name(ctx: Context, settings: Mapping[str, Any]) -> str:
 
 def _run_baseline(name: str):
     def run(ctx: Context, settings: Mapping[str, Any]) -> dict:
-        from mbert_lib.train.pretrain import run_pretraining
 
         experiment = load_step_experiment(ctx, settings)
         done = run_pretraining(
@@ -82,9 +87,6 @@ def finetune_experiment(
     model: str | None = None,
 ):
     """The FinetuneExperiment the finetune step runs for one model (its overrides) and seed."""
-    from mbert_lib.config_tree import apply_overrides
-    from mbert_lib.experiment import load_experiment
-    from mbert_lib.finetune.experiment import FinetuneExperiment
 
     experiment = load_experiment(REPO_ROOT / settings["config_file"], cls=FinetuneExperiment)
     task = task_name(ctx, settings)
@@ -103,7 +105,6 @@ def finetune_experiment(
 
 def _run_dir(ctx: Context, model: str, seed: int, experiment, upstream: str):
     """finetune/<model>/seed<k>-<hash>: a new directory when the model or the settings change."""
-    from mbert_lib.config_tree import to_dict
 
     key = json.dumps({"experiment": to_dict(experiment), "upstream": upstream}, sort_keys=True)
     digest = hashlib.sha256(key.encode()).hexdigest()[:10]
@@ -115,7 +116,6 @@ def _run_dir(ctx: Context, model: str, seed: int, experiment, upstream: str):
 
 
 def _summary(runs: list[dict], metric: str) -> dict:
-    from mbert_lib.finetune.search import mean_std
 
     values = [r["eval"][metric] for r in runs]
     mean, std = mean_std(values)
@@ -135,8 +135,6 @@ def _summary(runs: list[dict], metric: str) -> dict:
 
 
 def run_finetune(ctx: Context, settings: Mapping[str, Any]) -> dict:
-    from mbert_lib.config_tree import check
-    from mbert_lib.finetune.trainer import cached_task_data, run_finetuning
 
     check(
         settings["missing"] in ("skip", "raise"),

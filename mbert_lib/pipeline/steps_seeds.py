@@ -23,6 +23,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from mbert_lib.config_tree import apply_overrides, check
+from mbert_lib.distill.trainer import run_distillation
+from mbert_lib.finetune.search import mean_std
+from mbert_lib.finetune.trainer import cached_task_data, run_finetuning
 from mbert_lib.pipeline.core import Context, Step
 from mbert_lib.pipeline.steps_distill import HEADLINE, ROW_NAMES, load_distill_step_experiment
 from mbert_lib.pipeline.steps_distill import SETTINGS as DISTILL_SETTINGS
@@ -44,8 +48,6 @@ def _rows(settings: Mapping[str, Any]) -> list[str]:
 
 def _distill(ctx: Context, row: str, row_settings: Mapping[str, Any], seed: int) -> tuple:
     """(model_dir, held-out metrics, student updates) of `row` pre-trained with `seed`."""
-    from mbert_lib.config_tree import apply_overrides
-    from mbert_lib.distill.trainer import run_distillation
 
     if seed == 0:
         done = ctx.result(row)
@@ -64,7 +66,6 @@ def _finetune(
     ctx: Context, settings: Mapping[str, Any], row: str, init: str, seed: int, loaded: dict
 ) -> dict:
     """The row's seed-`seed` student fine-tuned once (fine-tuning seed: finetune.seed)."""
-    from mbert_lib.finetune.trainer import cached_task_data, run_finetuning
 
     spec = settings["finetune"]
     experiment = finetune_experiment(ctx, spec, init, spec["seed"], model=row)
@@ -85,8 +86,6 @@ def _finetune(
 
 
 def run_seeds(ctx: Context, settings: Mapping[str, Any]) -> dict:
-    from mbert_lib.config_tree import check
-    from mbert_lib.finetune.search import mean_std
 
     seeds = [0, *settings["seeds"]]
     check(

@@ -8,6 +8,8 @@ import os
 import pandas as pd
 
 from mbert_lib import paper
+from mbert_lib.anatomy.flops import flops
+from mbert_lib.config import PRESETS, get_preset
 from mbert_lib.report import run
 from mbert_lib.report.markdown import not_run, table
 from mbert_lib.step_records import Records, result
@@ -89,8 +91,6 @@ def _load_note(records: Records, step: str) -> str:
 def _throughput(recs) -> str:
     """Matmul GFLOP/s the fp32 encoders reached (FLOPs of their presets, mbert_lib.anatomy):
     a check that the times are physically plausible for the CPU."""
-    from mbert_lib.anatomy.flops import flops
-    from mbert_lib.config import PRESETS, get_preset
 
     parts = []
     for r in recs:

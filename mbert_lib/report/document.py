@@ -13,13 +13,17 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import pandas as pd
 
 from mbert_lib import atomic, paper
+from mbert_lib.finetune.report import aim_check
 from mbert_lib.report import deployment, run
+from mbert_lib.report.machine import machine_info
 from mbert_lib.report.markdown import not_run, table
 from mbert_lib.step_records import Records, load_records, result
 from mbert_lib.tables import sst2_finetuning, table1_sizes, tables8_9_transfer
+from mbert_lib.viz.report import plot_finetune_bars, plot_step_times
 
 FIGURES = {"step_times": "report_step_times.png", "finetune": "report_finetune.png"}
 SECTIONS = (
@@ -272,7 +276,6 @@ def _finetune(records: Records, figure: str | None) -> str:
     frame = sst2_finetuning.sst2_table(records)
     if frame is None:
         return not_run("finetune")
-    from mbert_lib.finetune.report import aim_check
 
     task = finetune["task"]
     name = (
@@ -352,10 +355,6 @@ def write_figures(
     records: Records, directory: Path, budget_minutes: float, preset: str
 ) -> dict[str, Path]:
     """Draws the figures whose steps have run into `directory`; FIGURES key -> path."""
-    import matplotlib.pyplot as plt
-
-    from mbert_lib.viz.report import plot_finetune_bars, plot_step_times
-
     out = {}
     if records:
         times = run.wall_time_table(records, os.cpu_count() or 1)
@@ -393,7 +392,6 @@ def write_report(
     left out; `optional` not counted against the budget), draws
     the figures into `figures_dir` and writes `report_path` (figure links relative to it);
     `source` is how the report names `out_dir`. Returns {"path", "figures", "sections"}."""
-    from mbert_lib.report.machine import machine_info
 
     records = load_records(out_dir, order=[*order, *optional], exclude=exclude)
     figures = write_figures(records, Path(figures_dir), budget_minutes, preset)

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pandas as pd
+import yaml
 
 from mbert_lib.step_records import Records, result, started_finished
 
@@ -135,8 +136,6 @@ def seeds_table(records: Records, steps: Sequence[str] = ()) -> pd.DataFrame:
 
 
 def _trainer_seed(model_dir: str) -> int | None:
-    import yaml
-
     path = Path(model_dir) / "experiment.yaml"
     try:
         experiment = yaml.safe_load(path.read_text(encoding="utf-8")) or {}

@@ -17,6 +17,12 @@ from collections.abc import Callable
 
 import tensorflow as tf
 
+from mbert_lib.data import (
+    check_model_compatibility,
+    make_pretraining_dataset,
+    prepare_data_section,
+    save_tokenizer,
+)
 from mbert_lib.train.objectives import BATCH_KEYS
 from mbert_lib.train.strategy import create_strategy
 from mbert_lib.train.synthetic import synthetic_pretraining_dataset
@@ -70,12 +76,6 @@ def build_pretraining_datasets(experiment) -> PretrainingData:
 
 
 def _real_text(experiment) -> PretrainingData:
-    from mbert_lib.data import (
-        check_model_compatibility,
-        make_pretraining_dataset,
-        prepare_data_section,
-        save_tokenizer,
-    )
 
     trainer = experiment.trainer
     prepared = prepare_data_section(experiment.data)

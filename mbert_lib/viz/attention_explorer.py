@@ -31,7 +31,11 @@ import seaborn as sns
 import tensorflow as tf
 from matplotlib.ticker import MaxNLocator
 
+from mbert_lib.checkpoints import load_pretrainer
+from mbert_lib.data import load_tokenizer
 from mbert_lib.distill import analysis
+from mbert_lib.distill.experiment import teacher_layer_map
+from mbert_lib.distill.trainer import load_stage_student, read_run
 from mbert_lib.distill.transfer_summary import KL_FLOOR
 from mbert_lib.viz import style
 
@@ -247,10 +251,6 @@ class AttentionExplorer:
         layer-wise stage (before stage k is after stage k − 1), "PKT: after PD" (the
         finished student), "no AT: after PD". The tokenizer is the run's (its vocab.txt).
         """
-        from mbert_lib.checkpoints import load_pretrainer
-        from mbert_lib.data import load_tokenizer
-        from mbert_lib.distill.experiment import teacher_layer_map
-        from mbert_lib.distill.trainer import load_stage_student, read_run
 
         for name, directory in [
             ("teacher_dir", teacher_dir),
@@ -323,7 +323,7 @@ class AttentionExplorer:
 
 def widgets_available() -> bool:
     """True inside a Jupyter kernel (one that can open widget comms) with ipywidgets."""
-    try:
+    try:  # on use: the notebook front end, only where a widget is drawn
         import ipywidgets  # noqa: F401
         from IPython import get_ipython
     except ImportError:
@@ -360,7 +360,7 @@ def explore(
     snapshot = next(iter(explorer.snapshots)) if snapshot is None else snapshot
     if not (widgets_available() if widgets is None else widgets):
         return explorer.update(sentence, layer, head, snapshot)[1]
-    import ipywidgets as w
+    import ipywidgets as w  # on use: the notebook front end, only where a widget is drawn
 
     controls = {
         "sentence": w.Text(

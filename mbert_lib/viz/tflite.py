@@ -12,6 +12,7 @@ import numpy as np
 
 from mbert_lib import paper
 from mbert_lib.bench.tflite_latency import MODELS, TABLE7_GRID, summarize
+from mbert_lib.export.quantization import dequantize, fake_quantize, quantize_weights
 from mbert_lib.tables.table7_norm_act import combination_label, table7
 from mbert_lib.viz import style
 
@@ -267,7 +268,6 @@ def plot_int8_rules(
     ±½). Right: one query's attention weights over its keys in float and after its scores
     pass through int8 (range = the row's own min..max), for each masking in `scores`
     ({label: [S] scores}); the first `real` keys are real tokens, the rest padding."""
-    from mbert_lib.export.quantization import dequantize, fake_quantize, quantize_weights
 
     style.apply()
     q, scale = quantize_weights(kernel)
