@@ -1,4 +1,5 @@
-"""The tflite and latency steps of the reproduce pipeline, on a tiny fine-tuned classifier.
+"""The tflite step of the reproduce pipeline, on a tiny fine-tuned classifier (the latency
+step is checked on the shared smoke run: tests/test_pipeline_smoke_latency.py).
 
 The classifier is fine-tuned on the separable sentiment fixture in GLUE's
 SST-2 layout (tests/finetune_fixtures.py); a finetune step record pointing
@@ -11,7 +12,6 @@ import numpy as np
 import pytest
 import tf_keras
 
-from mbert_lib.bench import tflite_latency
 from mbert_lib.export import tflite
 from mbert_lib.finetune.trainer import run_finetuning
 from mbert_lib.pipeline import PRESETS, STEPS, steps_export
@@ -139,46 +139,6 @@ def test_calibration_sentences_are_a_seeded_sample_without_repeats():
     b = steps_export.calibration_features(features, 20, seed=0)["input_word_ids"][:, 0]
     assert len(set(a)) == 20 and np.array_equal(a, b)
     assert len(steps_export.calibration_features(features, 99, 0)["input_word_ids"]) == 50
-
-
-def test_latency_step_writes_the_bench_records(tmp_path):
-    ctx = Context(out_dir=tmp_path, settings={}, log=lambda _: None)
-    ctx.step_dir("latency").mkdir()
-    settings = {
-        "models": ["tiny"],
-        "precisions": ["fp32"],
-        "table7": True,
-        "threads": [1],
-        "seq_length": 8,
-        "repeats": 2,
-        "warmup": 1,
-    }
-    result = steps_export.run_latency(ctx, settings)
-    records = result["records"]
-    with open(result["records_path"], encoding="utf-8") as f:
-        assert json.load(f) == records
-    grid = {
-        (r["normalization_type"], r["hidden_act"])
-        for r in records
-        if r["model"] == "tiny_mobilebert"
-    }
-    assert grid == set(tflite_latency.TABLE7_GRID)
-    assert {r["model"] for r in records} == {"tiny_mobilebert", "tiny_bert"}
-    for r in records:
-        assert {
-            "model",
-            "normalization_type",
-            "hidden_act",
-            "precision",
-            "threads",
-            "seq_length",
-            "median_ms",
-            "size_bytes",
-        } <= set(r)
-        assert r["seq_length"] == 8 and r["median_ms"] > 0 and r["size_bytes"] > 0
-    assert [p.name for p in ctx.step_dir("latency").iterdir()] == ["latency.json"], (
-        "the .tflite files are removed after timing"
-    )
 
 
 def test_steps_follow_finetuning_and_laptop_latency_is_the_papers_setting():

@@ -32,6 +32,7 @@ from mbert_lib.config import MobileBertConfig
 from mbert_lib.export import tflite
 from mbert_lib.export.interpreter import TFLiteModel
 from mbert_lib.export.representative import random_features
+from mbert_lib.models import build_encoder, count_params
 
 EXPORT_SCRIPT = (
     Path(__file__).resolve().parents[2] / "experiments" / "tf_models_anchor" / "export_encoder.py"
@@ -216,23 +217,23 @@ def run_comparison(
     log(f"anchor: tf-models' encoder for {model} (its own venv) ...")
     saved = anchor_savedmodel(python, config, seq_length, workdir, script)
     info = {k: v for k, v in anchor_info(saved).items() if k != "config"}
-    files: dict[tuple[str, str], str] = {}
-    params = None
-    for precision in precisions:
-        variant = tflite_latency.Variant(model, config, precision)
-        log(f"export ours {variant.key} and tf-models' {precision} ...")
-        exported = tflite_latency.export_variant(variant, workdir, seq_length)
-        params = exported["params"]
-        files[("ours", precision)] = exported["path"]
-        anchor_path = Path(saved).with_name(f"{Path(saved).name}_{precision}.tflite")
-        if not anchor_path.is_file():
-            convert_savedmodel(saved, anchor_path, precision)
-        files[("tf_models", precision)] = os.fspath(anchor_path)
+    params = count_params(build_encoder(config, seq_length))
     if info["params"] != params:
         raise AnchorError(
             f"not the same model: our {model} encoder has {params:,} weights, "
             f"tf-models' {info['params']:,}"
         )
+    files: dict[tuple[str, str], str] = {}
+    for precision in precisions:
+        variant = tflite_latency.Variant(model, config, precision)
+        log(f"export ours {variant.key} and tf-models' {precision} ...")
+        files[("ours", precision)] = tflite_latency.export_variant(variant, workdir, seq_length)[
+            "path"
+        ]
+        anchor_path = Path(saved).with_name(f"{Path(saved).name}_{precision}.tflite")
+        if not anchor_path.is_file():
+            convert_savedmodel(saved, anchor_path, precision)
+        files[("tf_models", precision)] = os.fspath(anchor_path)
     per_round = time_rounds(
         files, config.vocab_size, seq_length, threads, rounds, repeats, warmup, log
     )

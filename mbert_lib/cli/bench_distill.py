@@ -9,7 +9,7 @@ import json
 import os
 
 from mbert_lib import atomic
-from mbert_lib.bench.anchor import check_anchor, compare_rounds, run_anchor
+from mbert_lib.bench import anchor as tf_models_anchor
 from mbert_lib.bench.hardware import cpu_info
 from mbert_lib.bench.timing import write_json
 from mbert_lib.cli._args import (
@@ -114,7 +114,7 @@ def _run_with_anchor(args, teacher, student) -> int:
             "the tf-models anchor runs float32: compare with --mixed_precision "
             f"float32, got {args.mixed_precision}"
         )
-    check_anchor(args.anchor_python)  # fail before building anything
+    tf_models_anchor.check_anchor(args.anchor_python)  # fail before building anything
     config = {
         "teacher": teacher.to_dict(),
         "student": student.to_dict(),
@@ -138,10 +138,12 @@ def _run_with_anchor(args, teacher, student) -> int:
     for r in range(rounds):
         ours.append({x["variant"]: x for x in next(ours_rounds)})
         print(f"round {r + 1}/{rounds} ours:   " + _tokens(ours[-1]), flush=True)
-        anchor.append(run_anchor(args.anchor_python, config, args.repeats, args.warmup))
+        anchor.append(
+            tf_models_anchor.run_anchor(args.anchor_python, config, args.repeats, args.warmup)
+        )
         print(f"round {r + 1}/{rounds} anchor: " + _tokens(anchor[-1]), flush=True)
     load_end = list(os.getloadavg())
-    comparison = compare_rounds(ours, anchor)
+    comparison = tf_models_anchor.compare_rounds(ours, anchor)
     for c in comparison:
         print(
             f"{c['variant']:<17} ours {c['ours_median_tokens_per_second']:9,.0f} tokens/s  "
