@@ -111,7 +111,6 @@ def run_anchor(
     "batch_size", "max_predictions_per_seq"}. Returns {variant: record}.
     """
     check_anchor(python, script)
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
     with tempfile.TemporaryDirectory(prefix="mbert_anchor_") as tmp:
         config_path, out_path = Path(tmp) / "config.json", Path(tmp) / "records.json"
         config_path.write_text(json.dumps(config), encoding="utf-8")
@@ -127,21 +126,29 @@ def run_anchor(
             "--json",
             str(out_path),
         ]
-        try:
-            done = subprocess.run(
-                command, capture_output=True, text=True, env=env, timeout=timeout, check=False
-            )
-        except subprocess.TimeoutExpired:
-            raise AnchorError(
-                f"anchor did not finish in {timeout:.0f} s: {' '.join(command)}"
-            ) from None
-        if done.returncode != 0 or not out_path.is_file():
-            tail = "\n".join(done.stderr.splitlines()[-STDERR_TAIL_LINES:])
-            raise AnchorError(
-                f"anchor failed (exit status {done.returncode}): "
-                f"{' '.join(command)}\n--- its stderr, last lines ---\n{tail}"
-            )
+        run_anchor_command(command, out_path, timeout)
         return parse_anchor_records(out_path.read_text(encoding="utf-8"), source=str(script))
+
+
+def run_anchor_command(command: list[str], produced: Path, timeout: float) -> None:
+    """Runs an anchor script (without this venv's PYTHONPATH / PYTHONHOME); raises
+    AnchorError, naming the command and its stderr's tail, unless it exits 0 within
+    `timeout` seconds and `produced` exists."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    try:
+        done = subprocess.run(
+            command, capture_output=True, text=True, env=env, timeout=timeout, check=False
+        )
+    except subprocess.TimeoutExpired:
+        raise AnchorError(
+            f"anchor did not finish in {timeout:.0f} s: {' '.join(command)}"
+        ) from None
+    if done.returncode != 0 or not Path(produced).exists():
+        tail = "\n".join(done.stderr.splitlines()[-STDERR_TAIL_LINES:])
+        raise AnchorError(
+            f"anchor failed (exit status {done.returncode}): "
+            f"{' '.join(command)}\n--- its stderr, last lines ---\n{tail}"
+        )
 
 
 def compare_rounds(ours: list[dict[str, dict]], anchor: list[dict[str, dict]]) -> list[dict]:

@@ -16,7 +16,6 @@ import hashlib
 import json
 import os
 import statistics
-import subprocess
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,7 +24,7 @@ import tensorflow as tf
 
 from mbert_lib import atomic
 from mbert_lib.bench import tflite_latency
-from mbert_lib.bench.anchor import STDERR_TAIL_LINES, AnchorError, check_anchor
+from mbert_lib.bench.anchor import AnchorError, check_anchor, run_anchor_command
 from mbert_lib.bench.hardware import cpu_info
 from mbert_lib.bench.timing import interleaved_timings
 from mbert_lib.config import MobileBertConfig
@@ -57,7 +56,6 @@ def anchor_savedmodel(
     out = Path(workdir) / f"tf_models_mobilebert_T{seq_length}_{tag}"
     if (out / "anchor.json").is_file():
         return out
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
     with tempfile.TemporaryDirectory(prefix="mbert_anchor_", dir=workdir) as tmp:
         config_path, saved = Path(tmp) / "config.json", Path(tmp) / "saved_model"
         config_path.write_text(config.to_json_string(), encoding="utf-8")
@@ -71,20 +69,7 @@ def anchor_savedmodel(
             "--seq_length",
             str(seq_length),
         ]
-        try:
-            done = subprocess.run(
-                command, capture_output=True, text=True, env=env, timeout=timeout, check=False
-            )
-        except subprocess.TimeoutExpired:
-            raise AnchorError(
-                f"anchor did not finish in {timeout:.0f} s: {' '.join(command)}"
-            ) from None
-        if done.returncode != 0 or not (saved / "anchor.json").is_file():
-            tail = "\n".join(done.stderr.splitlines()[-STDERR_TAIL_LINES:])
-            raise AnchorError(
-                f"anchor failed (exit status {done.returncode}): "
-                f"{' '.join(command)}\n--- its stderr, last lines ---\n{tail}"
-            )
+        run_anchor_command(command, saved / "anchor.json", timeout)
         os.replace(saved, out)
     return out
 
