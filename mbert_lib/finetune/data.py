@@ -10,6 +10,16 @@ input_type_ids: [B, T], label: [B]}, a new order every epoch, full batches
 only (an epoch is ⌊n / B⌋ steps). Its iterator is checkpointable and small:
 the shuffle buffer holds example indices; the features are gathered from
 constant tensors.
+
+With `length_pool` = k > 0 (the trainer's `length_pool`), each run of k
+batches of that order is sorted by length, cut into k batches again and
+handed out in a random order, and every batch is cut to
+`padded_length(longest)` positions, T' ≤ T: most SST-2 sentences are
+phrases of a few tokens, so a batch of similar lengths costs a fraction of
+[B, T]. Cutting changes no output: attention never reads a padded key, and
+the one position kept past the longest example gives its last token the
+same right neighbour ([PAD]) in the trigram embedding as at length T.
+k = 1 keeps the batches' contents and only cuts them.
 """
 
 from __future__ import annotations
@@ -78,27 +88,64 @@ def load_task_data(section, tokenizer) -> TaskData:
     )
 
 
-def train_batches(data: EncodedExamples, batch_size: int, seed: int) -> tf.data.Dataset:
-    """Endless shuffled full batches (see the module docstring)."""
+PAD_MULTIPLE = 8  # cut lengths are multiples of this: few distinct shapes
+
+
+def padded_length(longest, seq_length: int, multiple: int = PAD_MULTIPLE):
+    """min(T, longest + 1 rounded up to `multiple`): the positions a cut batch keeps.
+
+    `longest` is the batch's longest example in tokens (a scalar tensor or int).
+    """
+    kept = -(-(longest + 1) // multiple) * multiple
+    return tf.minimum(kept, seq_length) if tf.is_tensor(kept) else min(kept, seq_length)
+
+
+def train_batches(
+    data: EncodedExamples, batch_size: int, seed: int, length_pool: int = 0
+) -> tf.data.Dataset:
+    """Endless shuffled full batches (see the module docstring).
+
+    length_pool: 0 = batches of random examples at [B, T]; k > 0 = batches
+    sorted by length within runs of k batches, each cut to its longest example.
+    """
     n = len(data)
     if n < batch_size:
         raise ValueError(f"{n} training examples are fewer than one batch of {batch_size}")
+    if length_pool < 0:
+        raise ValueError(f"length_pool must be >= 0 (0: off), got {length_pool}")
     tables = {k: tf.constant(data.features[k]) for k in INPUT_NAMES}
     labels = tf.constant(data.labels)
+    lengths = tf.reduce_sum(tables["input_mask"], axis=1)  # [n] real tokens, truncated
 
     def gather(indices):
-        return {
+        batch = {
             **{k: tf.gather(v, indices) for k, v in tables.items()},
             "label": tf.gather(labels, indices),
         }
+        if length_pool:
+            keep = padded_length(tf.reduce_max(tf.gather(lengths, indices)), data.seq_length)
+            batch.update({k: batch[k][:, :keep] for k in INPUT_NAMES})
+        return batch
 
-    return (
+    batches = (
         tf.data.Dataset.range(n)
         .shuffle(n, seed=seed, reshuffle_each_iteration=True)
         .batch(batch_size, drop_remainder=True)
-        .repeat()
-        .map(gather)
-        .prefetch(2)
+    )
+    if not length_pool:
+        return batches.repeat().map(gather).prefetch(2)
+
+    def sort_pool(pool_index, pool):  # pool: [k', B] example indices, k' <= k
+        flat = tf.reshape(pool, [-1])
+        order = tf.argsort(tf.gather(lengths, flat), stable=True)
+        rows = tf.reshape(tf.gather(flat, order), [-1, batch_size])
+        shuffled = tf.random.experimental.stateless_shuffle(
+            tf.range(tf.shape(rows)[0]), seed=tf.stack([tf.cast(seed, tf.int64), pool_index])
+        )
+        return tf.data.Dataset.from_tensor_slices(tf.gather(rows, shuffled))
+
+    return (
+        batches.batch(length_pool).repeat().enumerate().flat_map(sort_pool).map(gather).prefetch(2)
     )
 
 

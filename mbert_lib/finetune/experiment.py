@@ -65,10 +65,14 @@ class FinetuneTrainerSection(LoopSection):
     epochs: int = 3
     learning_rate: float = 1e-4  # peak
     warmup_fraction: float = 0.1  # of all steps
+    # 0: random batches at [B, task.seq_length]; k > 0: batches sorted by length within
+    # runs of k batches, each cut to its longest example (mbert_lib.finetune.data)
+    length_pool: int = 0
 
     def __post_init__(self):
         super().__post_init__()
         check(self.epochs > 0, "trainer.epochs", "> 0", self.epochs)
+        check(self.length_pool >= 0, "trainer.length_pool", ">= 0 (0: off)", self.length_pool)
         check(self.learning_rate > 0, "trainer.learning_rate", "> 0", self.learning_rate)
         check(
             0 <= self.warmup_fraction < 1,

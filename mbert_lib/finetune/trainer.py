@@ -189,7 +189,9 @@ def _train(
         optimizer = create_optimizer(trainer.optimizer, trainer.schedule(train_steps), train_steps)
         optimizer.build(model.trainable_variables)
         step = step_counter()
-    iterator = iter(train_batches(data.train, trainer.batch_size, trainer.seed))
+    iterator = iter(
+        train_batches(data.train, trainer.batch_size, trainer.seed, trainer.length_pool)
+    )
     checkpoint = RunCheckpoint(
         os.path.join(model_dir, "checkpoints"),
         1,
