@@ -379,15 +379,15 @@ for s in summarize(RECORDS):
 # --anchor_python PY` builds tf-models' MobileBERT encoder (same 24,581,888 weights)
 # in its own venv, converts it with our converter settings and times it interleaved
 # with ours; `experiments/tflite_op_profile.py` samples both with Linux's `perf`.
-# On a 2-core Intel Xeon (AVX-512; `results/bench_latency_anchor.json`,
-# `results/tflite_op_profile.json`, the commands in `docs/tflite_latency.md`):
+# On the two 2-core machine kinds of this project (`results/bench_latency_anchor_*.json`,
+# `results/tflite_op_profile*.json`, the commands in `docs/tflite_latency.md`):
 #
-# | precision, threads | ours / tf-models (median of 3 rounds) |
-# |---|---:|
-# | fp32, 2 | 0.94 |
-# | fp32, 1 | 1.02 |
-# | dynamic int8, 2 | 0.98 |
-# | dynamic int8, 1 | 0.98 |
+# | precision, threads | ours / tf-models, Intel Xeon (3 rounds) | AMD EPYC (7 rounds fp32, 3 int8) |
+# |---|---:|---:|
+# | fp32, 2 | 0.94 | 1.009 |
+# | fp32, 1 | 1.02 | 1.001 |
+# | dynamic int8, 2 | 0.98 | 0.994 |
+# | dynamic int8, 1 | 0.98 | 1.009 |
 #
 # * Both fp32 graphs run as **one XNNPACK partition**, and 91 % of the samples sit in
 #   one fp32 GEMM micro-kernel on both sides: ours has 807 ops against 837 (96
