@@ -5,7 +5,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.17.3
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -220,7 +220,7 @@ print(f"teacher: classifier_activation={encoder.config.classifier_activation}, "
 # 2–10 epochs per task, and found MobileBERT wants a higher learning rate and
 # more epochs than BERT. Our tiny models, pre-trained for minutes, are given rates
 # far above that range: the peak rate per architecture is a setting of the
-# pipeline (`FINETUNE_LEARNING_RATES` in `mbert_lib/pipeline/steps_finetune.py`,
+# pipeline (`finetune.models` in `mbert_lib/pipeline/presets/laptop.yaml`,
 # chosen by a small search on this SST-2 subsample, docs/laptop_recipe.md).
 #
 # Below: the settings, then one AdamW update of the head's kernel $W_c$ ([H, C])

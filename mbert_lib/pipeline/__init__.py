@@ -3,9 +3,11 @@
     core.py      Step / Context / run_steps: records, skipping of finished steps, summary
     eta.py       the time a run has left, from recorded step times (step_seconds.json)
     checks.py    the data directory before a run, a full disk during one
-    steps.py     data and teacher steps (thin glue to the library) and their settings
+    steps.py     data and teacher steps (thin glue to the library); steps_*.py the others
     steps_report.py  the last step: REPORT.md from every record (mbert_lib.report)
     registry.py  every step module in order; the `laptop` and `smoke` presets
+    presets/     each preset's settings per step, as data (laptop.yaml, smoke.yaml),
+                 read by preset_settings.py
     precision.py the bfloat16 opt-in: every trainer step's runtime.mixed_precision
     bundle.py    a finished run's trained steps in one checked file, installed by ensure()
 

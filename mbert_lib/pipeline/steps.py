@@ -1,6 +1,6 @@
-"""The pre-training steps of `python -m mbert_lib reproduce` (data, teacher) and their
-settings per preset: thin glue from a preset's settings to the library function
-that does the work. Other step modules (distillation, fine-tuning, export,
+"""The pre-training steps of `python -m mbert_lib reproduce` (data, teacher): thin glue
+from a preset's settings (mbert_lib/pipeline/presets/<preset>.yaml) to the library
+function that does the work. Other step modules (distillation, fine-tuning, export,
 report) follow the same shape; pipeline/registry.py puts them in order.
 
 Trainer steps name an experiment yaml in experiments/ and dotted overrides
@@ -87,37 +87,3 @@ STEPS = [
     Step("data", "pre-training data: corpus, WordPiece vocabulary, MLM/NSP examples", run_data),
     Step("teacher", "IB-BERT teacher pre-training (MLM + NSP)", run_teacher, ("data",)),
 ]
-
-SETTINGS = {
-    "laptop": {
-        "data": {
-            "vocab_size": 8192,
-            "seq_length": 128,
-            "max_predictions_per_seq": 20,
-            "dupe_factor": 10,
-            "seed": 12345,
-        },
-        "teacher": {"config_file": "experiments/pretrain_tiny_teacher.yaml", "overrides": {}},
-    },
-    "smoke": {
-        "data": {
-            "vocab_size": 1024,
-            "seq_length": 64,
-            "max_predictions_per_seq": 10,
-            "dupe_factor": 1,
-            "seed": 12345,
-        },
-        "teacher": {
-            "config_file": "experiments/pretrain_tiny_teacher.yaml",
-            "overrides": {
-                "model.overrides.num_hidden_layers": 2,
-                "trainer.train_steps": 30,
-                "trainer.batch_size": 16,
-                "trainer.learning_rate.warmup_steps": 3,
-                "trainer.checkpoint_interval": 15,
-                "trainer.eval_interval": 30,
-                "trainer.eval_steps": 2,
-            },
-        },
-    },
-}

@@ -1,4 +1,4 @@
-"""The knowledge-transfer steps of `python -m mbert_lib reproduce` and their settings per preset.
+"""The knowledge-transfer steps of `python -m mbert_lib reproduce` (settings: presets/*.yaml).
 
     pkt                    the main student: progressive transfer (FMT + AT per layer), then PD
     jkt, akt               paper Table 8: joint and auxiliary transfer, same number of steps
@@ -24,7 +24,8 @@ but ablation_fmt_at makes the same number of student updates (rows without
 layer-wise stages spend them all in PD); each writes a model directory
 under runs/<preset>/<step> and records its held-out MLM accuracy,
 perplexity and NSP accuracy (on the held-out split of the pre-training data)
-in its step result. Settings name an experiment yaml and dotted overrides.
+in its step result. Settings (mbert_lib/pipeline/presets/<preset>.yaml) name an
+experiment yaml and dotted overrides.
 """
 
 from __future__ import annotations
@@ -188,56 +189,3 @@ STEPS.append(
         ("data", "teacher", "pkt", "ablation_pd_fmt"),
     )
 )
-
-
-def _settings(layer_steps: int, pd_steps: int, layers: int, extra: Mapping[str, Any]) -> dict:
-    """Every row's settings: the same number of student updates in each."""
-    total = layers * layer_steps + pd_steps
-    common = {
-        "distillation.layer_wise.steps": layer_steps,
-        "distillation.pretrain.steps": pd_steps,
-        **extra,
-    }
-    out = {}
-    for name, title, config_file, overrides in _ROWS:
-        overrides = {**common, **overrides}
-        if overrides.get("distillation.strategy") == "none":
-            overrides["distillation.pretrain.steps"] = total  # all updates in PD
-        out[name] = {"config_file": config_file, "description": title, "overrides": overrides}
-    return out
-
-
-# Student updates per preset: layer-wise steps per transferred layer, PD steps, layers.
-SIZES = {
-    "laptop": {"layer_steps": 75, "pd_steps": 300, "layers": 4},
-    "smoke": {"layer_steps": 20, "pd_steps": 20, "layers": 1},
-}
-
-
-def student_updates(preset: str) -> int:
-    """Updates every distillation row gives the student (layer-wise stages + PD)."""
-    size = SIZES[preset]
-    return size["layers"] * size["layer_steps"] + size["pd_steps"]
-
-
-SETTINGS = {
-    "laptop": {**_settings(**SIZES["laptop"], extra={}), "transfer": {"batch_size": 64}},
-    "smoke": {
-        "transfer": {"batch_size": 16},
-        **_settings(
-            **SIZES["smoke"],
-            extra={
-                "teacher.overrides.num_hidden_layers": 2,
-                "student.overrides.num_hidden_layers": 1,
-                "distillation.transfer_teacher_layers": [1],
-                "trainer.batch_size": 16,
-                "trainer.eval_batch_size": 32,
-                "trainer.eval_steps": 2,
-                "trainer.eval_each_stage": False,
-                "trainer.checkpoint_interval": 1000,
-                "trainer.log_interval": 2,
-                "distillation.pretrain.learning_rate.warmup_steps": 1,
-            },
-        ),
-    },
-}

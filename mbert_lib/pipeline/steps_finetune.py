@@ -1,4 +1,4 @@
-"""The baseline and fine-tuning steps of `python -m mbert_lib reproduce`, and their settings.
+"""The baseline and fine-tuning steps of `python -m mbert_lib reproduce`.
 
     bert_baseline    a plain BERT of the student's size (preset tiny_bert), pre-trained
                      with MLM + NSP for STUDENT_PRETRAINING_STEPS, no teacher
@@ -31,23 +31,20 @@ from mbert_lib.finetune.experiment import FinetuneExperiment
 from mbert_lib.finetune.search import mean_std
 from mbert_lib.finetune.trainer import cached_task_data, run_finetuning
 from mbert_lib.pipeline.core import Context, PipelineError, Step, read_record
+from mbert_lib.pipeline.preset_settings import load_preset_settings, preset_names
 from mbert_lib.pipeline.steps import load_step_experiment
-from mbert_lib.pipeline.steps_distill import SIZES, student_updates
 from mbert_lib.runtime import REPO_ROOT
 from mbert_lib.train.pretrain import run_pretraining
 
-# Pre-training steps of the BERT baseline: the number of student updates of the
-# distillation rows (layer-wise stages + pre-training distillation), the same
-# number of updates on the same data.
-STUDENT_PRETRAINING_STEPS = {preset: student_updates(preset) for preset in SIZES}
+# Per preset, the BERT baseline's pre-training steps: the update budget every
+# distillation row gives its student (layer-wise stages + pre-training
+# distillation), the same number of updates on the same data
+# (tests/test_pipeline_presets.py checks each row against it).
+STUDENT_PRETRAINING_STEPS = {
+    name: load_preset_settings(name)["bert_baseline"]["overrides"]["trainer.train_steps"]
+    for name in preset_names()
+}
 GLUE_TASK, OFFLINE_TASK = "sst2", "builtin_shuffled"
-# Peak fine-tuning learning rates per architecture on the laptop recipe (16,000
-# sentences, batch 32, 2 epochs; docs/laptop_recipe.md, "The fine-tuning recipe"):
-# students: the better of {1e-3, 3e-3} by the mean dev accuracy of pkt and no_transfer
-# over seeds 0-2 (79.4 vs 79.1 %); teacher: the best of {3e-4, 1e-3, 3e-3} (seed 0; 3e-3
-# collapsed to the majority class); bert: the teacher's, unsearched. The distilled
-# students (pkt, jkt, akt) share the student's architecture and its rate.
-FINETUNE_LEARNING_RATES = {"teacher": 1e-3, "student": 1e-3, "bert": 1e-3}
 
 
 def task_name(ctx: Context, settings: Mapping[str, Any]) -> str:
@@ -190,71 +187,3 @@ STEPS = [
         uses=_models,
     ),
 ]
-
-
-def _model(seeds: int, architecture: str, **overrides) -> dict:
-    """A fine-tuning entry: seeds 0..seeds-1 at the architecture's learning rate."""
-    return {
-        "seeds": seeds,
-        "overrides": {"trainer.learning_rate": FINETUNE_LEARNING_RATES[architecture], **overrides},
-    }
-
-
-def _baseline(config_file: str, steps: int, **overrides) -> dict:
-    return {"config_file": config_file, "overrides": {"trainer.train_steps": steps, **overrides}}
-
-
-SETTINGS = {
-    "laptop": {
-        "bert_baseline": _baseline(
-            "experiments/pretrain_tiny_bert.yaml", STUDENT_PRETRAINING_STEPS["laptop"]
-        ),
-        "finetune": {
-            "config_file": "experiments/finetune_sst2_laptop.yaml",
-            "task": "auto",
-            "overrides": {},
-            # pipeline step -> seeds (0, 1, ...) and overrides of the experiment; the
-            # distillation steps (and their ablation students) join when they exist.
-            "models": {
-                "teacher": _model(3, "teacher"),
-                "pkt": _model(3, "student"),
-                "no_transfer": _model(3, "student"),
-                "bert_baseline": _model(3, "bert"),
-                "jkt": _model(1, "student"),
-                "akt": _model(1, "student"),
-            },
-            "missing": "skip",
-        },
-    },
-    "smoke": {
-        "bert_baseline": _baseline(
-            "experiments/pretrain_tiny_bert.yaml",
-            STUDENT_PRETRAINING_STEPS["smoke"],
-            **{
-                "model.overrides.num_hidden_layers": 2,
-                "trainer.batch_size": 16,
-                "trainer.learning_rate.warmup_steps": 2,
-                "trainer.checkpoint_interval": 20,
-                "trainer.eval_interval": 20,
-                "trainer.eval_steps": 2,
-            },
-        ),
-        "finetune": {
-            "config_file": "experiments/finetune_sst2_laptop.yaml",
-            "task": "auto",
-            "overrides": {
-                "task.max_train_examples": 256,
-                "task.max_eval_examples": 128,
-                "task.seq_length": 32,
-                "trainer.epochs": 1,
-            },
-            "models": {
-                "teacher": _model(2, "teacher"),
-                "pkt": _model(1, "student"),
-                "no_transfer": _model(1, "student"),
-                "bert_baseline": _model(1, "bert"),
-            },
-            "missing": "skip",
-        },
-    },
-}

@@ -90,8 +90,3 @@ STEPS = [
         rerun=True,
     )
 ]
-
-SETTINGS = {
-    "laptop": {"report": {"preset": "laptop", "budget_minutes": 45, "publish": True}},
-    "smoke": {"report": {"preset": "smoke", "budget_minutes": 3, "publish": False}},
-}

@@ -29,13 +29,7 @@ from mbert_lib.finetune.search import mean_std
 from mbert_lib.finetune.trainer import cached_task_data, run_finetuning
 from mbert_lib.pipeline.core import Context, Step
 from mbert_lib.pipeline.steps_distill import HEADLINE, ROW_NAMES, load_distill_step_experiment
-from mbert_lib.pipeline.steps_distill import SETTINGS as DISTILL_SETTINGS
-from mbert_lib.pipeline.steps_finetune import (
-    FINETUNE_LEARNING_RATES,
-    finetune_experiment,
-    task_name,
-)
-from mbert_lib.pipeline.steps_finetune import SETTINGS as FINETUNE_SETTINGS
+from mbert_lib.pipeline.steps_finetune import finetune_experiment, task_name
 
 NAME = "distill_seeds"
 # The rows of Tables 8 and 9 (ablation_fmt_at, not in the paper, stays at one seed).
@@ -136,25 +130,3 @@ STEPS = [
         optional=True,
     )
 ]
-
-
-def _settings(preset: str, seeds: list[int]) -> dict:
-    finetune = FINETUNE_SETTINGS[preset]["finetune"]
-    student = {"overrides": {"trainer.learning_rate": FINETUNE_LEARNING_RATES["student"]}}
-    rows = {name: DISTILL_SETTINGS[preset][name] for name in TABLE_ROWS}
-    return {
-        NAME: {
-            "seeds": seeds,
-            "rows": dict(rows),
-            "finetune": {
-                "config_file": finetune["config_file"],
-                "task": finetune["task"],
-                "overrides": finetune["overrides"],
-                "seed": 0,
-                "models": {row: student for row in rows},
-            },
-        }
-    }
-
-
-SETTINGS = {"laptop": _settings("laptop", [1, 2]), "smoke": _settings("smoke", [1])}

@@ -1,0 +1,68 @@
+"""The pipeline presets are data (mbert_lib/pipeline/presets/*.yaml): complete, unshared,
+and holding the rules their comments state."""
+
+import pytest
+
+from mbert_lib.config_tree import apply_overrides
+from mbert_lib.distill.experiment import load_distill_experiment
+from mbert_lib.distill.plan import plan_stages, total_steps
+from mbert_lib.pipeline import preset_settings, registry
+from mbert_lib.pipeline.core import PipelineError
+from mbert_lib.pipeline.steps_distill import ROW_NAMES
+from mbert_lib.pipeline.steps_finetune import STUDENT_PRETRAINING_STEPS
+from mbert_lib.runtime import REPO_ROOT
+
+PRESETS = preset_settings.preset_names()
+
+
+def test_both_presets_are_files_with_a_setting_for_every_step():
+    assert PRESETS == ["laptop", "smoke"]
+    steps = sorted(s.name for s in registry.STEPS)
+    for name in PRESETS:
+        assert sorted(registry.PRESETS[name]) == steps
+        assert registry.PRESETS[name]["report"]["order"][0] == "data"
+        assert not any(step.startswith(".") for step in registry.PRESETS[name])
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_every_distillation_row_gives_the_student_the_baselines_budget(preset):
+    settings = preset_settings.load_preset_settings(preset)
+    budget = STUDENT_PRETRAINING_STEPS[preset]
+    updates = {}
+    for row in ROW_NAMES:
+        experiment = apply_overrides(
+            load_distill_experiment(REPO_ROOT / settings[row]["config_file"]),
+            list(settings[row]["overrides"].items()),
+        )
+        layers = experiment.student.build_config().num_hidden_layers
+        updates[row] = total_steps(plan_stages(experiment.distillation, layers))
+    assert updates.pop("ablation_fmt_at") < budget  # the layer-wise stages only, no PD
+    assert updates == dict.fromkeys(updates, budget)
+    assert settings["bert_baseline"]["overrides"]["trainer.train_steps"] == budget
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_the_seed_rows_are_the_table_rows_and_share_no_objects_with_them(preset):
+    settings = preset_settings.load_preset_settings(preset)
+    seeds = settings["distill_seeds"]
+    for row, row_settings in seeds["rows"].items():
+        assert row_settings == settings[row]
+        assert row_settings is not settings[row]
+    rates = {
+        spec["overrides"]["trainer.learning_rate"] for spec in seeds["finetune"]["models"].values()
+    }
+    assert rates == {settings["finetune"]["models"]["pkt"]["overrides"]["trainer.learning_rate"]}
+    seeds["rows"]["pkt"]["overrides"]["distillation.pretrain.steps"] = -1
+    assert settings["pkt"]["overrides"]["distillation.pretrain.steps"] > 0
+
+
+def test_a_preset_missing_a_step_or_naming_an_unknown_one_is_refused(tmp_path, monkeypatch):
+    text = (preset_settings.PRESET_DIR / "smoke.yaml").read_text(encoding="utf-8")
+    (tmp_path / "broken.yaml").write_text(
+        text.replace("\ntransfer:\n", "\ntransfers:\n"), encoding="utf-8"
+    )
+    monkeypatch.setattr(preset_settings, "PRESET_DIR", tmp_path)
+    with pytest.raises(PipelineError, match=r"missing \['transfer'\], unknown \['transfers'\]"):
+        registry._with_step_order("broken")
+    with pytest.raises(ValueError, match="unknown preset 'laptop'; known presets: \\['broken'\\]"):
+        preset_settings.load_preset_settings("laptop")
