@@ -4,9 +4,13 @@ For each model directory, builds the classifier the fine-tuning trainer
 builds, on the task's real training set, and times `--steps` training steps
 per setting in rounds that alternate the settings (0 = random batches at
 [B, T], 1 = the same batches cut to their longest example, k = sorted within
-runs of k batches and cut). JSON: per model and setting the seconds per step
-of each round, their median, the median ratio against length_pool 0 measured
-in the same round, and the mean batch width; the hardware and load.
+runs of k batches and cut). Before the rounds, `--warmup` steps per setting
+are timed apart: cut batches come in several widths, and the first step at
+each width traces and compiles (the XLA LayerNorm of each layer), a cost every
+fine-tuning run pays once. JSON: per model and setting the warm-up seconds,
+the seconds per step of each round, their median, the median ratio against
+length_pool 0 measured in the same round, and the mean batch width; the
+hardware and load.
 
     python experiments/finetune_length_pool_speed.py --data-dir ../shared/data \
         --models runs/laptop/teacher,runs/laptop/pkt --json results/finetune_length_pool.json
@@ -39,8 +43,7 @@ CONFIG_FILE = "experiments/finetune_sst2_laptop.yaml"
 
 
 def timed_steps(train_step, iterator, steps: int) -> float:
-    """Seconds per step over `steps` steps (the first call, which traces, not counted)."""
-    train_step(iterator)
+    """Seconds per step over `steps` steps (after the warm-up)."""
     start = time.perf_counter()
     for _ in range(steps):
         out = train_step(iterator)
@@ -48,7 +51,9 @@ def timed_steps(train_step, iterator, steps: int) -> float:
     return (time.perf_counter() - start) / steps
 
 
-def bench_model(model_dir: str, data_dir: str, pools: list[int], steps: int, rounds: int):
+def bench_model(
+    model_dir: str, data_dir: str, pools: list[int], steps: int, rounds: int, warmup: int
+):
     experiment = load_experiment(
         CONFIG_FILE,
         f"task.data_dir={data_dir},task.max_train_examples=null,model.init_checkpoint={model_dir}",
@@ -67,13 +72,22 @@ def bench_model(model_dir: str, data_dir: str, pools: list[int], steps: int, rou
         step = make_train_step(
             strategy, ClassificationObjective(model, False), optimizer, model.trainable_variables
         )
+        widths = train_batches(data.train, trainer.batch_size, trainer.seed, pool).take(200)
         iterator = iter(train_batches(data.train, trainer.batch_size, trainer.seed, pool))
-        widths = [int(next(iterator)["input_mask"].shape[1]) for _ in range(200)]
-        steppers[pool] = (step, iterator, statistics.mean(widths))
+        start = time.perf_counter()
+        for _ in range(warmup):
+            out = step(iterator)
+        float(out["loss"])
+        steppers[pool] = (
+            step,
+            iterator,
+            statistics.mean(int(b["input_mask"].shape[1]) for b in widths),
+            time.perf_counter() - start,
+        )
     seconds = {pool: [] for pool in pools}
     for r in range(rounds):
         for pool in pools:
-            step, iterator, _ = steppers[pool]
+            step, iterator, *_ = steppers[pool]
             seconds[pool].append(timed_steps(step, iterator, steps))
             print(
                 f"{model_dir} round {r} length_pool {pool}: {seconds[pool][-1] * 1e3:.1f} ms/step"
@@ -92,6 +106,8 @@ def bench_model(model_dir: str, data_dir: str, pools: list[int], steps: int, rou
                     [b / s for b, s in zip(base, seconds[pool])]
                 ),
                 "mean_batch_width": steppers[pool][2],
+                "warmup_steps": warmup,
+                "warmup_seconds": steppers[pool][3],
             }
             for pool in pools
         },
@@ -107,12 +123,13 @@ def main(argv=None) -> None:
     )
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--warmup", type=int, default=60, help="steps per setting, timed apart")
     parser.add_argument("--json", default="results/finetune_length_pool.json")
     args = parser.parse_args(argv)
     pools = [int(p) for p in args.pools.split(",")]
     load_start = os.getloadavg()[0]
     models = {
-        m: bench_model(m, args.data_dir, pools, args.steps, args.rounds)
+        m: bench_model(m, args.data_dir, pools, args.steps, args.rounds, args.warmup)
         for m in args.models.split(",")
     }
     record = {
@@ -120,6 +137,7 @@ def main(argv=None) -> None:
         "hardware_text": describe(),
         "load_1min": {"start": load_start, "end": os.getloadavg()[0]},
         "steps_per_round": args.steps,
+        "warmup_steps": args.warmup,
         "rounds": args.rounds,
         "models": models,
     }
