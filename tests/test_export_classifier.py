@@ -16,7 +16,7 @@ from safetensors.numpy import load_file
 
 from mbert_lib.checkpoints import save_model_dir
 from mbert_lib.cli import main
-from mbert_lib.convert.classifier_labels import classifier_labels
+from mbert_lib.export.classifier_labels import classifier_labels
 from mbert_lib.models import build_pretrainer
 from tests.classifier_fixtures import PAIRS, POOLED, SENTENCES, packed_ids, save_classifier
 from tests.convert_fixtures import hf_name

@@ -33,10 +33,12 @@ LAYERS = (
     },  # no mbert_lib imports
     {"config", "config_tree", "layers"},  # the model's vocabulary
     {"models", "experiment"},  # Keras models; the yaml schema
-    {"checkpoints", "anatomy", "optim", "data", "export"},  # what models are made of and into
+    {"checkpoints", "anatomy", "optim", "data"},  # what models are made of
     {"train"},  # the training loop, pre-training
     {"distill", "finetune"},  # the other two trainers
-    {"convert", "bench"},  # conversions; benchmarks
+    {"convert"},  # released checkpoints in: TF1, Hugging Face
+    {"export"},  # trained models out: TFLite, Hugging Face, SavedModel
+    {"bench"},  # benchmarks
     {"tables"},  # paper-vs-ours tables
     {"viz"},  # figures
     {"report"},  # REPORT.md

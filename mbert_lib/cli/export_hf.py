@@ -50,7 +50,7 @@ def run(args) -> int:
     if os.path.exists(args.export_dir) and not args.overwrite:
         raise CommandError(f"{args.export_dir} already exists (use --overwrite)")
     # on use: building the parser (--help) must not load TensorFlow
-    from mbert_lib.convert import export_hf
+    from mbert_lib.export.hf import export_hf
 
     config = MobileBertConfig.from_json_file(args.config) if args.config else None
     architecture = export_hf(

@@ -87,8 +87,8 @@ def run(args) -> int:
     model = load_model(args.checkpoint, kind, config)
     if kind == "classifier":
         # on use: building the parser (--help) must not load TensorFlow
-        from mbert_lib.convert.classifier_labels import classifier_labels
-        from mbert_lib.convert.savedmodel_classifier import export_classifier_savedmodel
+        from mbert_lib.export.classifier_labels import classifier_labels
+        from mbert_lib.export.savedmodel_classifier import export_classifier_savedmodel
 
         labels = classifier_labels(args.checkpoint, model.num_classes)
         seq_length = args.seq_length or labels.seq_length or 128
@@ -102,7 +102,8 @@ def run(args) -> int:
         )
         return 0
     # on use: building the parser (--help) must not load TensorFlow
-    from mbert_lib.convert import export_preprocessing, export_savedmodel
+    from mbert_lib.export.preprocessing import export_preprocessing
+    from mbert_lib.export.savedmodel import export_savedmodel
 
     seq_length = args.seq_length or 128
     export_savedmodel(model, vocab_file, args.export_path, do_lower_case, args.overwrite)

@@ -192,8 +192,8 @@ def _metadata_labels(args):
     """The labels of the classifier to export with metadata; CommandError if it cannot be."""
     # on use: building the parser (--help) must not load TensorFlow
     from mbert_lib.checkpoints import checkpoint_shapes, resolve_checkpoint
-    from mbert_lib.convert.classifier_labels import classifier_labels
     from mbert_lib.convert.hf import vocab_beside
+    from mbert_lib.export.classifier_labels import classifier_labels
 
     if args.model != "classifier":
         raise CommandError("--metadata describes a classifier's labels: add --model classifier")

@@ -65,7 +65,7 @@ def support_python(python: str | os.PathLike | None = None) -> str:
 
 def check_metadata_target(labels, dynamic_shape: bool) -> None:
     """ValueError unless BertNLClassifier can run the classifier (see the module docstring).
-    `labels`: its mbert_lib.convert.classifier_labels.ClassifierLabels."""
+    `labels`: its mbert_lib.export.classifier_labels.ClassifierLabels."""
     what = f"task {labels.task!r}" if labels.task else "this classifier"
     if labels.regression:
         raise ValueError(

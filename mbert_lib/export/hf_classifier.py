@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import os
 
-from mbert_lib.convert.classifier_labels import classifier_labels
 from mbert_lib.convert.hf import config_to_hf, write_hf_directory
 from mbert_lib.convert.tf2 import tf1_arrays_from_pretrainer
+from mbert_lib.export.classifier_labels import classifier_labels
 
 ARCHITECTURE = "MobileBertForSequenceClassification"
 

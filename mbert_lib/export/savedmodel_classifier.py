@@ -25,8 +25,8 @@ import os
 import tensorflow as tf
 
 from mbert_lib import atomic
-from mbert_lib.convert.preprocessing import Preprocessor, read_vocab
-from mbert_lib.convert.savedmodel import INPUT_SPEC, Hidden
+from mbert_lib.export.preprocessing import Preprocessor, read_vocab
+from mbert_lib.export.savedmodel import INPUT_SPEC, Hidden
 
 _TEXT = tf.TensorSpec([None], tf.string)
 

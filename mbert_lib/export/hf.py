@@ -11,8 +11,8 @@ import os
 from mbert_lib.checkpoints import expect_kind, load_model
 from mbert_lib.config import MobileBertConfig
 from mbert_lib.convert.hf import vocab_beside, write_hf_directory
-from mbert_lib.convert.hf_classifier import write_hf_classifier
 from mbert_lib.convert.tf2 import tf1_arrays_from_pretrainer
+from mbert_lib.export.hf_classifier import write_hf_classifier
 
 
 def export_hf(

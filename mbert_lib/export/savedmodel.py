@@ -25,7 +25,7 @@ import os
 import tensorflow as tf
 
 from mbert_lib import atomic
-from mbert_lib.convert.preprocessing import read_vocab
+from mbert_lib.export.preprocessing import read_vocab
 from mbert_lib.models import INPUT_NAMES
 
 INPUT_SPEC = {name: tf.TensorSpec([None, None], tf.int32, name=name) for name in INPUT_NAMES}
