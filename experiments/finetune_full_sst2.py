@@ -2,15 +2,19 @@
 
 Each model of a finished laptop run (`--run`, default runs/laptop) is fine-tuned
 with `experiments/finetune_sst2_laptop.yaml` on the whole training set (67,349
-sentences, `task.max_train_examples=null`), 1 epoch, length-grouped batches
-(`trainer.length_pool=16`), at `--learning_rate`, for each of `--seeds`. A run
-already finished in `--out` is read, not redone (the trainer's own check), so a
-killed grid resumes. The JSON holds each run's dev accuracy, steps and seconds,
-each model's mean ± std, and the differences teacher − pkt, pkt − no_transfer and
-teacher − no_transfer with their standard errors (mbert_lib.seed_contrast).
+sentences, `task.max_train_examples=null`) for `--epochs` epochs (default 1),
+length-grouped batches (`trainer.length_pool=16`), at `--learning_rate`, for each
+of `--seeds`. A run already finished in `--out` is read, not redone (the
+trainer's own check), so a killed grid resumes. The JSON holds each run's dev
+accuracy, steps and seconds, each model's mean ± std, and the differences
+teacher − pkt, pkt − no_transfer and teacher − no_transfer with their standard
+errors (mbert_lib.seed_contrast).
 
     python experiments/finetune_full_sst2.py --data-dir ../shared/data \
         --json results/finetune_full_sst2.json
+    python experiments/finetune_full_sst2.py --data-dir ../shared/data --epochs 2 \
+        --models teacher,pkt --out runs/ft_full_sst2_e2 \
+        --json results/finetune_full_sst2_2epochs.json
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from mbert_lib.seed_contrast import contrast, verdict
 from mbert_lib.strict_json import dumps
 
 CONFIG_FILE = "experiments/finetune_sst2_laptop.yaml"
-RECIPE = "task.max_train_examples=null,trainer.epochs=1,trainer.length_pool=16"
+RECIPE = "task.max_train_examples=null,trainer.length_pool=16"
 PAIRS = (("teacher", "pkt"), ("pkt", "no_transfer"), ("teacher", "no_transfer"))
 
 
@@ -40,6 +44,7 @@ def main(argv=None) -> None:
     parser.add_argument("--models", default="teacher,pkt,no_transfer")
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--learning_rate", type=float, default=1e-3)
+    parser.add_argument("--epochs", type=int, default=1)
     parser.add_argument("--out", default="runs/ft_full_sst2")
     parser.add_argument("--json", default="results/finetune_full_sst2.json")
     args = parser.parse_args(argv)
@@ -49,7 +54,8 @@ def main(argv=None) -> None:
         for model in args.models.split(","):
             overrides = (
                 f"task.data_dir={args.data_dir},model.init_checkpoint={args.run}/{model},"
-                f"{RECIPE},trainer.learning_rate={args.learning_rate},trainer.seed={seed}"
+                f"{RECIPE},trainer.epochs={args.epochs},"
+                f"trainer.learning_rate={args.learning_rate},trainer.seed={seed}"
             )
             experiment = load_experiment(CONFIG_FILE, overrides, cls=FinetuneExperiment)
             done = run_finetuning(experiment, os.path.join(args.out, f"{model}_s{seed}"))
@@ -72,7 +78,8 @@ def main(argv=None) -> None:
     record = {
         "hardware": cpu_info(),
         "hardware_text": describe(),
-        "recipe": f"{CONFIG_FILE} with {RECIPE}, learning rate {args.learning_rate:g}",
+        "recipe": f"{CONFIG_FILE} with {RECIPE}, {args.epochs} epoch(s), "
+        f"learning rate {args.learning_rate:g}",
         "runs": runs,
         "models": {
             m: {"values": v, "mean": statistics.mean(v), "std": statistics.stdev(v)}
