@@ -44,6 +44,16 @@ def read_vocab(vocab_file: str | os.PathLike) -> list[str]:
     return vocab
 
 
+def read_model_vocab(vocab_file: str | os.PathLike, vocab_size: int) -> list[str]:
+    """`read_vocab`, refused unless it has the model's `vocab_size` tokens."""
+    vocab = read_vocab(vocab_file)
+    if len(vocab) != vocab_size:
+        raise ValueError(
+            f"{vocab_file} has {len(vocab)} tokens, the model's vocab_size is {vocab_size}"
+        )
+    return vocab
+
+
 class Preprocessor(tf.Module):
     """Tokenizer and packer as tf.functions, savable with tf.saved_model.save."""
 

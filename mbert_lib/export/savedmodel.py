@@ -25,7 +25,7 @@ import os
 import tensorflow as tf
 
 from mbert_lib import atomic
-from mbert_lib.export.preprocessing import read_vocab
+from mbert_lib.export.preprocessing import read_model_vocab
 from mbert_lib.models import INPUT_NAMES
 
 INPUT_SPEC = {name: tf.TensorSpec([None, None], tf.int32, name=name) for name in INPUT_NAMES}
@@ -127,12 +127,7 @@ def export_savedmodel(
 ) -> None:
     """Writes the encoder SavedModel of a built Pretrainer to `export_path` atomically."""
 
-    vocab = read_vocab(vocab_file)
-    if len(vocab) != pretrainer.config.vocab_size:
-        raise ValueError(
-            f"{vocab_file} has {len(vocab)} tokens, the model's vocab_size is "
-            f"{pretrainer.config.vocab_size}"
-        )
+    read_model_vocab(vocab_file, pretrainer.config.vocab_size)
     module = EncoderModule(pretrainer, os.fspath(vocab_file), do_lower_case)
     module.trace()
     with atomic.atomic_directory(export_path, overwrite=overwrite) as tmp:

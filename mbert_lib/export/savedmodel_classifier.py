@@ -25,7 +25,7 @@ import os
 import tensorflow as tf
 
 from mbert_lib import atomic
-from mbert_lib.export.preprocessing import Preprocessor, read_vocab
+from mbert_lib.export.preprocessing import Preprocessor, read_model_vocab
 from mbert_lib.export.savedmodel import INPUT_SPEC, Hidden
 
 _TEXT = tf.TensorSpec([None], tf.string)
@@ -88,12 +88,7 @@ def export_classifier_savedmodel(
 ) -> None:
     """Writes the serving SavedModel of a built Classifier to `export_path` atomically."""
 
-    vocab = read_vocab(vocab_file)
-    if len(vocab) != classifier.config.vocab_size:
-        raise ValueError(
-            f"{vocab_file} has {len(vocab)} tokens, the model's vocab_size is "
-            f"{classifier.config.vocab_size}"
-        )
+    read_model_vocab(vocab_file, classifier.config.vocab_size)
     if seq_length > classifier.config.max_position_embeddings:
         raise ValueError(
             f"seq_length {seq_length} exceeds the model's max_position_embeddings "
