@@ -15,6 +15,8 @@ from tokenizers import BertWordPieceTokenizer
 
 from mbert_lib.cli import main
 from mbert_lib.convert import pretrainer_from_tf1_arrays, save_pretrainer
+from mbert_lib.data.tokenizer import SPECIAL_TOKENS
+from mbert_lib.export.preprocessing import read_model_vocab
 from tests.convert_fixtures import STUDENT, inputs, model_outputs, random_arrays, reference_shapes
 
 pytestmark = pytest.mark.slow  # trains, converts or runs a pipeline: `-m "not slow"` skips it
@@ -221,3 +223,12 @@ def test_vocab_of_the_wrong_size_is_refused(exported, tmp_path, capsys):
     )
     assert "vocab_size" in capsys.readouterr().err
     assert not (tmp_path / "enc").exists()
+
+
+def test_a_vocabulary_of_another_size_is_refused_naming_both_sizes(tmp_path):
+    vocab_file = tmp_path / "vocab.txt"
+    tokens = [*SPECIAL_TOKENS, "good", "bad"]
+    vocab_file.write_text("\n".join(tokens) + "\n", encoding="utf-8")
+    assert read_model_vocab(vocab_file, len(tokens)) == tokens
+    with pytest.raises(ValueError, match=f"has {len(tokens)} tokens, the model's vocab_size is 99"):
+        read_model_vocab(vocab_file, 99)
