@@ -6,6 +6,7 @@ import shutil
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from mbert_lib.checkpoints import CheckpointMismatchError, load_classifier
 from mbert_lib.data.errors import DataError
@@ -52,6 +53,19 @@ def test_a_tiny_model_learns_a_separable_task(straight, setup):
     logits, labels = dev_logits(model_dir, setup)  # the exported classifier, evaluated again
     assert np.mean(np.argmax(logits, -1) == labels) == pytest.approx(record["eval"]["accuracy"])
     assert not os.path.exists(os.path.join(model_dir, "checkpoints"))
+    assert {"loss", "accuracy", "examples_per_second"} <= train_tags(model_dir)
+    assert "tokens_per_second" not in train_tags(model_dir)  # batches may be cut below T
+
+
+def train_tags(model_dir):
+    """The scalar tags of a run's TensorBoard train/ logs."""
+    directory = os.path.join(model_dir, "tensorboard", "train")
+    return {
+        value.tag
+        for name in os.listdir(directory)
+        for event in tf.compat.v1.train.summary_iterator(os.path.join(directory, name))
+        for value in event.summary.value
+    }
 
 
 def test_the_best_epoch_is_exported_not_the_last(setup, tmp_path, monkeypatch):

@@ -364,7 +364,7 @@ def _run_stages(
                 settings=LoopSettings(
                     train_steps=stage.train_steps,
                     checkpoint_interval=trainer.checkpoint_interval,
-                    tokens_per_step=trainer.batch_size * experiment.data.seq_length,
+                    per_step=trainer.batch_size * experiment.data.seq_length,
                     log_interval=trainer.log_interval,
                     eval_interval=trainer.eval_interval,
                     desc=header,

@@ -10,7 +10,7 @@ trains all weights with AdamW, linear warmup and linear decay to 0, for
 
     experiment.yaml        the run's config (a different run in the same dir is refused)
     history.json           dev metrics after every epoch (mbert_lib.finetune.best)
-    tensorboard/           train loss / accuracy / lr / tokens/s, dev metrics
+    tensorboard/           train loss / accuracy / lr / examples/s, dev metrics
     bert_config.json, model.ckpt.*, vocab.txt, tokenizer_config.json
                            the BEST epoch's classifier (load_classifier, export tflite)
     training_done.json     written last: best dev metrics, history, truncation, timing
@@ -248,7 +248,8 @@ def _train(
         settings=LoopSettings(
             train_steps=train_steps,
             checkpoint_interval=per_epoch,
-            tokens_per_step=trainer.batch_size * experiment.task.seq_length,
+            per_step=trainer.batch_size,  # examples: length_pool cuts batches below T
+            unit="examples",
             log_interval=trainer.log_interval,
             eval_interval=per_epoch,
             desc=f"finetune {task.name}",

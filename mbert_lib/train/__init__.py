@@ -2,7 +2,7 @@
 
     strategy.py        tf.distribute strategy + mixed-precision policy by name
     checkpointing.py   resumable checkpoints (model, optimizer, step, data iterator), done marker
-    progress.py        tqdm progress with tokens/s, TensorBoard scalars
+    progress.py        tqdm progress with tokens/s (examples/s), TensorBoard scalars
     loop.py            distributed (optionally XLA) train step, evaluator, the loop itself
                        and its settings (LoopSettings)
     run_record.py      the experiment a run records, and the one "same run?" check

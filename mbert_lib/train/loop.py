@@ -38,11 +38,12 @@ class LoopSettings:
 
     train_steps: int  # run until the step counter reaches this
     checkpoint_interval: int  # save every this many steps, and at the end
-    tokens_per_step: int  # for the progress bar's tokens/s: batch × sequence length
+    per_step: int  # items a step, for the throughput: B × T tokens, or B examples
     log_interval: int = 10  # train scalars (TensorBoard train/) every this many steps
     eval_interval: int = 1000  # evaluate every this many steps, and at the end
     desc: str = "train"  # the progress bar's label
     show_progress: bool = True
+    unit: str = "tokens"  # what per_step counts: "tokens" or "examples"
     postfix_keys: tuple[str, ...] = ()  # metrics the progress bar shows beside the loss
 
 
@@ -174,7 +175,7 @@ def run_loop(
 
     Saves a checkpoint every `checkpoint_interval` steps and at the end, evaluates every
     `eval_interval` steps and at the end, writes train scalars every `log_interval` steps
-    (train/) and eval scalars (eval/). The progress bar shows the loss, tokens/s and the
+    (train/) and eval scalars (eval/). The progress bar shows the loss, the throughput and the
     metrics named in `postfix_keys`. A non-finite loss stops the run with an error; the
     last checkpoint stays.
     """
@@ -183,11 +184,12 @@ def run_loop(
     progress = Progress(
         train_steps,
         start,
-        settings.tokens_per_step,
+        settings.per_step,
         settings.desc,
         disable=not settings.show_progress,
         log=log,
         postfix_keys=settings.postfix_keys,
+        unit=settings.unit,
     )
     eval_metrics: dict = {}
     try:
@@ -203,11 +205,11 @@ def run_loop(
             progress.update(values)
             last = current == train_steps
             if current % settings.log_interval == 0 or last:
-                rate = progress.tokens_per_second
+                rate = {f"{settings.unit}_per_second": progress.per_second}
                 scalars.write(
                     "train",
                     current,
-                    {**values, **({"tokens_per_second": rate} if math.isfinite(rate) else {})},
+                    {**values, **(rate if math.isfinite(progress.per_second) else {})},
                 )
             if current % settings.checkpoint_interval == 0 or last:
                 checkpoint.save(current)

@@ -97,7 +97,7 @@ def _train(
             settings=LoopSettings(
                 train_steps=trainer.train_steps,
                 checkpoint_interval=trainer.checkpoint_interval,
-                tokens_per_step=trainer.batch_size * experiment.data.seq_length,
+                per_step=trainer.batch_size * experiment.data.seq_length,
                 log_interval=trainer.log_interval,
                 eval_interval=trainer.eval_interval,
                 show_progress=show_progress,

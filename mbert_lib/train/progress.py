@@ -1,6 +1,8 @@
-"""What a long run shows: a tqdm bar with loss and tokens/s, and TensorBoard scalars.
+"""What a long run shows: a tqdm bar with loss and throughput, and TensorBoard scalars.
 
-Throughput is measured between consecutive steps, so the first step after a
+Throughput (tokens/s for pre-training and distillation, whose batches are always
+[B, T]; examples/s for fine-tuning, whose batches may be cut to their longest
+sentence) is measured between consecutive steps, so the first step after a
 (re)start, which traces and compiles the step function, is left out.
 
 Scalars are written with TensorFlow's own `tf.summary.write` and the
@@ -26,24 +28,29 @@ _SCALAR_METADATA = summary_pb2.SummaryMetadata(
 
 
 class Progress:
-    """A tqdm bar over steps [initial, total) with loss and tokens/s in its postfix.
+    """A tqdm bar over steps [initial, total) with loss and throughput in its postfix.
 
-    tokens/s is averaged over the last (up to) WINDOW timed steps.
+    Throughput = `per_step` items (`unit`: "tokens" or "examples") a step, averaged
+    over the last (up to) WINDOW timed steps.
     """
 
     WINDOW = 20
+    UNITS = {"tokens": "tok_s", "examples": "ex_s"}  # unit -> the bar's postfix key
 
     def __init__(
         self,
         total: int,
         initial: int,
-        tokens_per_step: int,
+        per_step: int,
         desc: str = "train",
         disable: bool = False,
         log: Callable[[str], None] = print,
         postfix_keys: Sequence[str] = (),
+        unit: str = "tokens",
     ):
-        self.tokens_per_step = tokens_per_step
+        if unit not in self.UNITS:
+            raise ValueError(f"throughput unit must be one of {list(self.UNITS)}, got {unit!r}")
+        self.per_step, self.unit = per_step, unit
         self.log = log
         self.postfix_keys = tuple(postfix_keys)
         self.bar = tqdm(
@@ -56,7 +63,7 @@ class Progress:
         )
         self._last_time = None
         self._window_steps, self._window_seconds = 0, 0.0
-        self.tokens_per_second = float("nan")
+        self.per_second = float("nan")
 
     def update(self, metrics: Mapping[str, float]) -> None:
         """Advances one step; `metrics` must hold "loss" (and shows `postfix_keys` too)."""
@@ -66,15 +73,13 @@ class Progress:
                 self._window_steps, self._window_seconds = 0, 0.0
             self._window_steps += 1
             self._window_seconds += now - self._last_time
-            self.tokens_per_second = (
-                self.tokens_per_step * self._window_steps / self._window_seconds
-            )
+            self.per_second = self.per_step * self._window_steps / self._window_seconds
         self._last_time = now
         extra = {k: f"{metrics[k]:.4g}" for k in self.postfix_keys if k in metrics}
         self.bar.set_postfix(
             loss=f"{metrics['loss']:.4f}",
             **extra,
-            tok_s=f"{self.tokens_per_second:,.0f}",
+            **{self.UNITS[self.unit]: f"{self.per_second:,.0f}"},
             refresh=False,
         )
         self.bar.update(1)
