@@ -306,10 +306,18 @@ def test_heads_only_gives_the_full_models_logits_and_gradients(name):
 
     full, full_grads = run(False)
     pruned, pruned_grads = run(True)
+    # The last block runs on a [B, 1 + P, H] slice instead of [B, T, H]: the matmul
+    # kernels block (and so round) the shorter rows differently, an error of float32
+    # rounding of the output's own scale (logits reach ~60 here), hence an absolute
+    # tolerance relative to that scale; a wrong row or a skipped term is O(scale).
+    def assert_same_up_to_rounding(actual, desired, name):
+        scale = float(np.abs(desired).max())
+        np.testing.assert_allclose(actual, desired, rtol=1e-5, atol=5e-6 * scale, err_msg=name)
+
     for key in ("mlm_logits", "nsp_logits", "pooled_output"):
-        np.testing.assert_allclose(pruned[key], full[key], rtol=1e-5, atol=1e-5, err_msg=key)
+        assert_same_up_to_rounding(pruned[key], full[key], key)
     gathered = tf.gather(full["sequence_output"], positions, batch_dims=1)
-    np.testing.assert_allclose(pruned["sequence_output"], gathered, rtol=1e-5, atol=1e-5)
+    assert_same_up_to_rounding(pruned["sequence_output"], gathered, "sequence_output")
     last_probs = tf.gather(full["attention_scores"][-1], positions, axis=2, batch_dims=1)
     np.testing.assert_allclose(pruned["attention_scores"][-1], last_probs, atol=1e-6)
     for below_full, below_pruned in zip(
