@@ -306,6 +306,7 @@ def test_heads_only_gives_the_full_models_logits_and_gradients(name):
 
     full, full_grads = run(False)
     pruned, pruned_grads = run(True)
+
     # The last block runs on a [B, 1 + P, H] slice instead of [B, T, H]: the matmul
     # kernels block (and so round) the shorter rows differently, an error of float32
     # rounding of the output's own scale (logits reach ~60 here), hence an absolute
