@@ -102,6 +102,57 @@ print(f"all {len(check)} steps have the predicted shapes; the block has "
       f"{count_params(block):,} parameters, as the closed form says")
 
 # %% [markdown]
+# The equations by hand: the block's forward pass in NumPy, line for line, on the weights
+# of a second block built the same way (its NoNorm γ, β and biases moved away from their
+# initial 1 and 0, so that every term counts), against the library's output on the same x.
+
+# %%
+hand_block = MobileBertTransformer(**block_kwargs(mobilebert), name="hand_block")
+hand_block(x, mask)                                              # builds the weights
+rng = np.random.default_rng(0)
+for w in hand_block.weights:                                     # γ ≈ 1, β and biases ≈ 0
+    kind = w.name.split("/")[-1].split(":")[0]
+    if kind in ("gamma", "beta", "bias"):
+        w.assign(rng.normal(1.0 if kind == "gamma" else 0.0, 0.1, w.shape).astype(np.float32))
+
+
+def dense(layer, t):                                             # t W + b
+    return t @ layer.kernel.numpy() + layer.bias.numpy()
+
+
+def nonorm(layer, t):                                            # γ ⊙ t + β
+    return t * layer.gamma.numpy() + layer.beta.numpy()
+
+
+def heads(projection, t):                                        # [B, T, D] -> [B, N, T, d]
+    return (np.einsum("BTD,DNd->BNTd", t, projection.kernel.numpy())
+            + projection.bias.numpy()[:, None, :])
+
+
+b, mha, xs = hand_block, hand_block.attention, x.numpy()                          # xs [B, T, H]
+a = nonorm(b.bottleneck_input_norm, dense(b.bottleneck_input, xs))               # [B, T, h]
+s = nonorm(b.bottleneck_attention_norm, dense(b.bottleneck_attention, xs))       # [B, T, h]
+Q, K, V = heads(mha.query, s), heads(mha.key, s), heads(mha.value, xs)           # [B, N, T, d]
+scores = Q @ K.transpose(0, 1, 3, 2) / np.sqrt(Q.shape[-1])                      # [B, N, T, T]
+A = np.exp(scores - scores.max(-1, keepdims=True))
+A /= A.sum(-1, keepdims=True)                                                    # softmax
+attended = (np.einsum("BNTd,NdO->BTO", A @ V, mha.attention_output.kernel.numpy())
+            + mha.attention_output.bias.numpy())                                 # [B, T, h]
+u = nonorm(b.attention_norm, attended + a)                                       # [B, T, h]
+for ffn in b.ffns:                                                               # F = 4
+    u = nonorm(ffn.norm, dense(ffn.output_dense, np.maximum(dense(ffn.intermediate, u), 0)) + u)
+y_hand = nonorm(b.bottleneck_output_norm, dense(b.bottleneck_output, u) + xs)    # [B, T, H]
+
+# %%
+y_lib, probs_lib = hand_block(x, mask)
+assert mobilebert.hidden_act == "relu" and mobilebert.key_query_shared_bottleneck
+np.testing.assert_allclose(A, probs_lib.numpy(), atol=1e-5)
+np.testing.assert_allclose(y_hand, y_lib.numpy(), rtol=0, atol=1e-5 * np.abs(y_hand).max())
+print(f"NumPy block == library block: y {y_hand.shape}, max |Δy| = "
+      f"{np.abs(y_hand - y_lib.numpy()).max():.1e} (|y| up to {np.abs(y_hand).max():.1f}); "
+      f"attention probabilities {A.shape}")
+
+# %% [markdown]
 # Where a block's parameters sit (`each` = one block; × L = 24 for the encoder):
 
 # %%

@@ -5,6 +5,8 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -479,13 +481,14 @@ fig = transfer_viz.plot_attention_grid(
 # ### Explore: any sentence, layer, head and snapshot
 #
 # `AttentionExplorer` (`mbert_lib/viz/attention_explorer.py`) loads the teacher and every
-# snapshot of the PKT run (before and after each layer's stage, after PD) and of the
-# no-AT ablation (+PD+FMT), and draws teacher, student and teacher − student for one
+# snapshot of the PKT run and of its no-AT ablation (+PD+FMT): before and after each
+# layer's stage, and after PD. It draws teacher, student and teacher − student for one
 # head, each on its own colour scale, with the KL of each query row and the KL of every
 # layer (mean over heads and rows) for the chosen snapshot. In JupyterLab, `explore`
 # gives a text box for the sentence and controls for the rest; without a widget front
 # end the same call draws a static figure. The figure below is one such view, saved
-# for slides: the deepest layer, the head shown above, with and without AT.
+# for slides: the deepest layer, the head shown above, the finished PKT student; pick
+# "no AT: after PD" in the menu to see the same head without attention transfer.
 
 # %%
 ablation_dir = ctx.step_dir("ablation_pd_fmt")            # the no-AT row, when it has run

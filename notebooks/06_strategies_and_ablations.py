@@ -56,7 +56,9 @@ from mbert_lib import paper, runtime
 from mbert_lib.distill.analysis import learning_rate_budget
 from mbert_lib.distill.trainer import read_run
 from mbert_lib.pipeline import ensure, notebook_context
+from mbert_lib.pipeline.bundle import BUNDLE_STEPS
 from mbert_lib.pipeline.core import read_record
+from mbert_lib.pipeline.eta import reference_seconds
 from mbert_lib.viz import transfer as transfer_viz
 from mbert_lib.viz.strategies import plot_strategy_schedules
 
@@ -68,9 +70,11 @@ print("fast mode:", runtime.fast_mode())
 # ## 1. The runs
 #
 # One pipeline step per row (`mbert_lib/pipeline/steps_distill.py`); each writes a model
-# directory and records its held-out metrics. On a fresh checkout `ensure` trains them
-# after the teacher (the minutes each took on our 2 shared CPU cores are in the table);
-# when they are done, it only reads their records.
+# directory and records its held-out metrics. A full `reproduce` trains only the rows the
+# rest of the pipeline reads (PKT, its run without AT, no transfer); the others fill only
+# Tables 8 and 9 and are optional steps. On a fresh checkout `ensure` trains what is
+# missing after the teacher (the cell before it says how long; the minutes each took are
+# in the table); when they are done, it only reads their records.
 
 # %%
 ROWS = {   # step -> (table, row label as in the paper)
@@ -82,6 +86,15 @@ ROWS = {   # step -> (table, row label as in the paper)
     "ablation_fmt_at": ("extra", "FMT+AT, no PD"),
 }
 ctx = notebook_context()
+bundled = set(BUNDLE_STEPS) if ctx.bundle else set()   # installed, not trained
+pending = [s for s in ROWS if s not in bundled and read_record(ctx.step_dir(s)) is None]
+minutes = sum(reference_seconds(ctx.preset).get(s, 0.0) for s in pending) / 60
+if minutes > 10:
+    print(f"not run yet: {', '.join(pending)}; the next cell trains them, about {minutes:.0f} "
+          "minutes on the reference run's CPU. Interrupt the kernel to skip; a killed run "
+          "resumes where it stopped.")
+
+# %%
 results = ensure(list(ROWS), ctx)
 teacher = ctx.result("teacher")
 runs = pd.DataFrame([

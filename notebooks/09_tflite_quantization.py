@@ -137,7 +137,9 @@ student = "pkt" if "pkt" in EXPORT["models"] else next(iter(EXPORT["models"]))
 classifier = load_classifier(finetuned_model_dir(FINETUNE, student))
 kernel_name = "layer_0/ffn_0/output/kernel"
 kernel = next(w.numpy() for w in classifier.weights if kernel_name in w.name)   # [in, out]
-q, scale = quantization.quantize_weights(kernel)                   # int8 [in, out], [out]
+s_j = np.abs(kernel).max(axis=0) / 127                            # [out]: one step per channel
+q_ij = np.clip(np.sign(kernel) * np.floor(np.abs(kernel) / s_j + 0.5), -127, 127)  # [in, out]
+q, scale = quantization.quantize_weights(kernel)                   # the library: int8, [out]
 error = np.abs(quantization.dequantize(q, scale) - kernel)          # [in, out]
 stored = quantization.int8_tensors(EXPORT["models"][student]["variants"]["dynamic_int8"]["path"])
 same = [t["name"] for t in stored if t["shape"] == q.T.shape and np.array_equal(t["q"], q.T)]
@@ -150,7 +152,9 @@ print(f"{len(folded)} of them carry a norm's name too: the converter folded NoNo
       "into the kernel that follows it (γ ⊙ h + β is linear)")
 
 # %%
-# Sanity: rounding error within half a step; the converter stored exactly these integers.
+# Sanity: the two lines above are the library's quantizer (rounding half away from zero,
+# as TFLite does); rounding error within half a step; the converter stored these integers.
+assert np.allclose(s_j, scale, rtol=0, atol=0) and np.array_equal(q_ij.astype(np.int8), q)
 assert np.all(error <= scale / 2 + 1e-7)
 assert same, "quantize_weights reproduces the converter's int8 kernel"
 
@@ -324,8 +328,8 @@ assert sum(ops[("no_norm", "relu")].values()) < sum(ops[("layer_norm", "gelu")].
 # 2 threads, XNNPACK (LiteRT's default CPU delegate). What differs, and what to
 # read in the numbers below:
 #
-# * **Peak and memory.** This CPU has AVX-512 FMA units, MBs of L2 per core and
-#   a large L3; at T = 128 every weight is reused for 128 tokens, so a matmul
+# * **Peak and memory.** A server CPU has wide SIMD FMA units (AVX2 or AVX-512:
+#   section 1 prints which), MBs of L2 per core and a large L3; at T = 128 every weight is reused for 128 tokens, so a matmul
 #   is compute-bound and XNNPACK's fp32 GEMMs run near the float peak. If both
 #   encoders ran at the same GFLOP/s, the latency ratio would equal the **FLOP
 #   ratio** (printed below, ≈4 for the paper's shapes). A ratio above it means
@@ -428,7 +432,7 @@ for s in summarize(RECORDS):
 #    so that only the mask differs; the largest activation step in the file is the step of
 #    the masked scores.*
 # 2. Time `mobilebert` with T = 512 (`python -m mbert_lib bench latency --seq_length 512
-#    --models mobilebert,bert_base --skip_table7 --json /tmp/l512.json`). Which grows
+#    --models mobilebert,bert_base --skip_table7 --json l512.json`). Which grows
 #    faster, the attention's T² work or the matmuls', and what happens to the ratio?
 #    *Hint: `anatomy.flops.flops_breakdown(config, T)` has the T² rows (scores QKᵀ, context
 #    AV, softmax); the CLI times one T per run, so for ratios to T = 128 from one run time

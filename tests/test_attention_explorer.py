@@ -224,34 +224,37 @@ def _query_kernel(model):
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    """(root, kernels): root holds teacher/, pkt/ (the init student, one checkpoint per
-    layer-wise stage and the final student) and no_at/ (attention transfer off); kernels
-    maps each expected snapshot name to its block-0 query kernel."""
+    """(root, kernels): root holds teacher/, pkt/ and no_at/ (attention transfer off), each
+    with the init student, one checkpoint per layer-wise stage and the final student;
+    kernels maps each expected snapshot name to its block-0 query kernel."""
     root = tmp_path_factory.mktemp("runs")
     experiment = tiny_distill_experiment()
     config = experiment.student.build_config()
     save_model_dir(build_pretrainer(experiment.teacher.build_config()), root / "teacher")
-    kernels = {"PKT: after PD": _save_run(root / "pkt", experiment, seed=1)}
     stages = [
         s for s in plan_stages(experiment.distillation, config.num_hidden_layers) if s.layer_wise
     ]
-    for seed, (name, directory) in enumerate(
-        [("PKT: before stage layer_0", init_dir(root / "pkt"))]
-        + [
-            (f"PKT: after stage {s.name}", os.path.join(stage_dir(root / "pkt", s), "checkpoints"))
-            for s in stages
-        ],
-        start=10,
+    no_at = apply_overrides(experiment, "distillation.layer_wise.use_attention=false")
+    kernels = {}
+    for k, (label, directory, run_experiment) in enumerate(
+        [("PKT", root / "pkt", experiment), ("no AT", root / "no_at", no_at)]
     ):
-        tf_keras.utils.set_random_seed(seed)
-        student = build_pretrainer(config)
-        tf.train.Checkpoint(model=student).save(os.path.join(directory, "ckpt"))
-        kernels[name] = _query_kernel(student)
-    kernels["no AT: after PD"] = _save_run(
-        root / "no_at",
-        apply_overrides(experiment, "distillation.layer_wise.use_attention=false"),
-        seed=2,
-    )
+        kernels[f"{label}: after PD"] = _save_run(directory, run_experiment, seed=1 + k)
+        for seed, (name, checkpoints) in enumerate(
+            [(f"{label}: before stage layer_0", init_dir(directory))]
+            + [
+                (
+                    f"{label}: after stage {s.name}",
+                    os.path.join(stage_dir(directory, s), "checkpoints"),
+                )
+                for s in stages
+            ],
+            start=10 + 10 * k,
+        ):
+            tf_keras.utils.set_random_seed(seed)
+            student = build_pretrainer(config)
+            tf.train.Checkpoint(model=student).save(os.path.join(checkpoints, "ckpt"))
+            kernels[name] = _query_kernel(student)
     return root, kernels
 
 
@@ -259,15 +262,19 @@ def test_a_progressive_run_gives_every_stage_snapshot_in_training_order(runs):
     root, kernels = runs
     explorer = ae.AttentionExplorer.from_runs(root / "teacher", root / "pkt", root / "no_at")
     assert list(explorer.snapshots) == [
-        "PKT: before stage layer_0",
-        "PKT: after stage layer_0",
-        "PKT: before stage layer_1",
-        "PKT: after stage layer_1",
-        "PKT: after PD",
-        "no AT: after PD",
+        f"{label}: {when}"
+        for label in ("PKT", "no AT")
+        for when in (
+            "before stage layer_0",
+            "after stage layer_0",
+            "before stage layer_1",
+            "after stage layer_1",
+            "after PD",
+        )
     ]
     s = explorer.snapshots
     assert s["PKT: after stage layer_0"] is s["PKT: before stage layer_1"]
+    assert s["no AT: after stage layer_0"] is s["no AT: before stage layer_1"]
     for name, kernel in kernels.items():
         np.testing.assert_array_equal(_query_kernel(s[name]), kernel, err_msg=name)
     assert len({float(k.sum()) for k in kernels.values()}) == len(kernels)  # all different

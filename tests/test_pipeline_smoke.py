@@ -5,7 +5,7 @@ import shutil
 import pytest
 
 from mbert_lib.cli import main
-from mbert_lib.pipeline import fast_run_dir
+from mbert_lib.pipeline import STEPS, fast_run_dir
 from mbert_lib.pipeline.core import read_record
 from mbert_lib.report import section_status
 from tests.helpers import strict_json_loads
@@ -37,6 +37,15 @@ def test_smoke_reproduction_runs_resumes_and_reports(monkeypatch, capsys):
     assert main(["reproduce", "--preset", "smoke", "--out", str(out)]) == 0
     first = capsys.readouterr().out
     assert "ran" in first and (out / "teacher" / "model.ckpt.index").exists()
+    left_out = [s.name for s in STEPS if s.optional]
+    assert not any((out / name).exists() for name in left_out)  # a full run leaves them out
+    assert f"optional steps not run: {', '.join(left_out)}" in first
+    # the notebooks read the optional rows and latency too: added as a reader would add them
+    extra = [name for name in left_out if name != "distill_seeds"]
+    steps = ",".join([*extra, "report"])
+    assert main(["reproduce", "--preset", "smoke", "--out", str(out), "--steps", steps]) == 0
+    assert all(read_record(out / name) is not None for name in extra)
+    capsys.readouterr()
     report = (out / "REPORT.md").read_text(encoding="utf-8")
     status = section_status(report)
     for name in SECTIONS:
@@ -51,13 +60,12 @@ def test_smoke_reproduction_runs_resumes_and_reports(monkeypatch, capsys):
     ):
         assert next(s for t, s in status.items() if t.startswith(name)) == "ok", status
     assert "builtin_shuffled" in report and "NOT SST-2" in report
-    assert not (out / "distill_seeds").exists()  # a full run leaves the optional step out
     _transfer_summary(out)
     assert (out / "report" / "report_step_times.png").exists()
     assert main(["reproduce", "--preset", "smoke", "--out", str(out)]) == 0
     second = capsys.readouterr().out
     summary = second[
-        second.rindex("\nstep ") : second.index("optional steps not run: distill_seeds")
+        second.rindex("\nstep ") : second.index("optional steps not run:")
     ].splitlines()[2:-1]
     assert summary and all(
         ("skipped (done)" in line) != line.startswith("report ") for line in summary

@@ -43,5 +43,16 @@ def test_the_report_lists_the_registry_steps_in_order():
     """The report's settings carry the pipeline's step order, optional steps apart."""
     report = get_pipeline_preset("smoke")["report"]
     assert report["order"] == [s.name for s in STEPS if not s.optional]
-    assert report["optional"] == [s.name for s in STEPS if s.optional] == ["distill_seeds"]
+    assert report["optional"] == [s.name for s in STEPS if s.optional]
+    # a full run: the main student, its ablations the transfer step and fine-tuning read
+    assert {"pkt", "no_transfer", "ablation_pd_fmt", "finetune", "tflite"} <= set(report["order"])
+    assert set(report["optional"]) == {
+        "jkt",
+        "akt",
+        "ablation_copy",
+        "ablation_pd",
+        "ablation_fmt_at",
+        "distill_seeds",
+        "latency",
+    }
     assert report["order"][0] == "data" and report["order"][-1] == "report"

@@ -30,7 +30,8 @@ def add_arguments(parser) -> None:
         "--steps",
         default=None,
         help="comma-separated step names to run (and what they need); "
-        "default: all but the optional ones (distill_seeds)",
+        "default: all but the optional ones (the rows only Tables 8 and 9 use, latency, "
+        "distill_seeds; the run lists them at its end)",
     )
     parser.add_argument(
         "--mixed_precision",

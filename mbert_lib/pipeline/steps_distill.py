@@ -17,6 +17,12 @@
                            against ablation_pd_fmt (the same run without AT), on one
                            held-out batch (`mbert_lib.distill.transfer_summary`)
 
+A full run trains pkt, no_transfer and ablation_pd_fmt (MAIN_ROWS); the rows that
+only fill Tables 8 and 9 are optional steps, run when named (notebook 06 names them):
+
+    python -m mbert_lib reproduce --data-dir ../shared/data \
+        --steps jkt,akt,ablation_copy,ablation_pd,ablation_fmt_at,report
+
 Each Table 9 row differs from the one above it in one thing: no_transfer →
 ablation_copy (copy_embeddings) → ablation_pd (α < 1: knowledge distillation) →
 ablation_pd_fmt (layer-wise FMT stages) → pkt (AT in those stages). Every run
@@ -180,7 +186,14 @@ def run_transfer(ctx: Context, settings: Mapping[str, Any]) -> dict:
 
 
 ROW_NAMES = tuple(name for name, *_ in _ROWS)
-STEPS = [Step(name, title, _runner(name), ("teacher",)) for name, title, _, _ in _ROWS]
+# What a full run needs: the main student, its run without AT (the transfer step's
+# ablation) and the student without transfer (the fine-tuning comparison). The other rows
+# only fill Tables 8 and 9: optional, like their extra seeds (steps_seeds.py).
+MAIN_ROWS = ("pkt", "no_transfer", "ablation_pd_fmt")
+STEPS = [
+    Step(name, title, _runner(name), ("teacher",), optional=name not in MAIN_ROWS)
+    for name, title, _, _ in _ROWS
+]
 STEPS.append(
     Step(
         "transfer",

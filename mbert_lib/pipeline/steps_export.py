@@ -7,7 +7,9 @@
              accuracy beside the Keras model's, max |Δlogit| vs Keras, file size
     latency  "4.3× smaller, 5.5× faster" and Table 7: the paper-size encoders
              (random weights) exported and timed at batch 1 with 1 and 2 threads
-             (mbert_lib.bench.tflite_latency); the records go to latency.json
+             (mbert_lib.bench.tflite_latency); the records go to latency.json.
+             A benchmark of untrained encoders, so optional: a full run leaves it
+             out; `--steps latency,report` (or notebook 09) runs it
 
 Result of `tflite` (the report and notebook 09 read it):
 
@@ -158,5 +160,6 @@ STEPS = [
         "latency",
         "TFLite latency and size, MobileBERT vs BERT_BASE, and the NoNorm/relu grid (Table 7)",
         run_latency,
+        optional=True,  # a benchmark of untrained paper-size encoders, not a trained result
     ),
 ]

@@ -249,7 +249,8 @@ class AttentionExplorer:
 
         Snapshots: "PKT: before stage layer_k" / "PKT: after stage layer_k" for every
         layer-wise stage (before stage k is after stage k − 1), "PKT: after PD" (the
-        finished student), "no AT: after PD". The tokenizer is the run's (its vocab.txt).
+        finished student), and the same for the ablation ("no AT: ..."). The tokenizer is
+        the run's (its vocab.txt).
         """
 
         for name, directory in [
@@ -268,9 +269,8 @@ class AttentionExplorer:
                 f"{pkt_dir}: the explorer's stage snapshots need a progressive "
                 f"run, this one is {experiment.distillation.strategy!r}"
             )
-        if ablation_dir is not None and any(
-            s.use_attention and s.layer_wise for s in read_run(ablation_dir)[1]
-        ):
+        ablation = read_run(ablation_dir) if ablation_dir is not None else None
+        if ablation is not None and any(s.use_attention and s.layer_wise for s in ablation[1]):
             raise ValueError(
                 f"{ablation_dir}: this run trained with attention transfer; "
                 "the ablation snapshot must be a run without it"
@@ -282,15 +282,12 @@ class AttentionExplorer:
             config.num_hidden_layers,
             _config(teacher).num_hidden_layers,
         )
-        snapshots, before = {}, load_stage_student(pkt_dir, None, config)
-        for stage in (s for s in stages if s.layer_wise):
-            after = load_stage_student(pkt_dir, stage, config)
-            snapshots[f"PKT: before stage {stage.name}"] = before
-            snapshots[f"PKT: after stage {stage.name}"] = after
-            before = after
-        snapshots["PKT: after PD"] = load_pretrainer(pkt_dir)
-        if ablation_dir is not None:
-            snapshots["no AT: after PD"] = load_pretrainer(ablation_dir)
+        snapshots = _run_snapshots("PKT", pkt_dir, stages, config)
+        if ablation is not None:
+            no_at, no_at_stages = ablation
+            snapshots.update(
+                _run_snapshots("no AT", ablation_dir, no_at_stages, no_at.student.build_config())
+            )
         return cls(teacher, snapshots, load_tokenizer(pkt_dir), layer_map, seq_length)
 
     def view(self, sentence: str, layer: int, head: int, snapshot: str) -> dict:
@@ -319,6 +316,20 @@ class AttentionExplorer:
             title=f"{snapshot} · student layer {layer} vs teacher layer "
             f"{view['teacher_layer']} · head {head}",
         )
+
+
+def _run_snapshots(label: str, run_dir, stages, config) -> dict:
+    """{"<label>: before stage layer_k", "<label>: after stage layer_k", ..., "<label>:
+    after PD"}: the student of a layer-wise run at each of its stage boundaries, in order
+    (the same model object where "after stage k" is "before stage k + 1")."""
+    snapshots, before = {}, load_stage_student(run_dir, None, config)
+    for stage in (s for s in stages if s.layer_wise):
+        after = load_stage_student(run_dir, stage, config)
+        snapshots[f"{label}: before stage {stage.name}"] = before
+        snapshots[f"{label}: after stage {stage.name}"] = after
+        before = after
+    snapshots[f"{label}: after PD"] = load_pretrainer(run_dir)
+    return snapshots
 
 
 def widgets_available() -> bool:

@@ -5,7 +5,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.17.3
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -236,7 +236,7 @@ assert runtime.fast_mode() or unbounded["accuracy"] < VARIANTS["int8"]["accuracy
 # ## Exercise 2 · T = 512
 #
 # > Time `mobilebert` with T = 512 (`python -m mbert_lib bench latency --seq_length 512
-# > --models mobilebert,bert_base --skip_table7 --json /tmp/l512.json`). Which grows
+# > --models mobilebert,bert_base --skip_table7 --json l512.json`). Which grows
 # > faster, the attention's T² work or the matmuls', and what happens to the ratio?
 #
 # *Hint: `anatomy.flops.flops_breakdown(config, T)` has the T² rows (scores QKᵀ, context
