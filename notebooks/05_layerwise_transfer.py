@@ -693,13 +693,15 @@ aims = pd.DataFrame(summary["layers"]).set_index("layer")
 aims["AT fall %"] = 100 * (1 - aims.at_after / aims.at_before)
 aims["MSE fall %"] = 100 * (1 - aims.mse_after / aims.mse_before)
 aims["max-p / uniform"] = aims.max_prob_after / aims.max_prob_uniform
+aims["teacher's max-p / uniform"] = aims.max_prob_teacher / aims.max_prob_uniform
 print("aims:", ", ".join(f"{k} {'met' if v else 'NOT met'}"
                          for k, v in summary["targets"].items()))
 ablation = summary["ablation_at_kl"]
 print(f"final attention KL: with AT {ablation['with_at']:.4f}, without AT "
       f"{ablation['without_at']:.4f} ({ablation['without_at'] / ablation['with_at']:.1f}x)")
 aims[["teacher_layer", "at_before", "at_after", "AT fall %", "mse_before", "mse_after",
-      "MSE fall %", "spread_before", "spread_after", "spread_teacher", "max-p / uniform"]].round(3)
+      "MSE fall %", "spread_before", "spread_after", "spread_teacher", "max-p / uniform",
+      "teacher's max-p / uniform"]].round(3)
 
 # %%
 # Sanity: the pipeline's numbers are this notebook's (the same batch, section 7's tables).

@@ -48,6 +48,7 @@ def test_each_layer_is_measured_around_its_own_stage():
         assert row["max_prob_after"] == pytest.approx(
             largest[np.broadcast_to(real[:, None, :], largest.shape)].mean(), rel=1e-5
         )
+        assert row["max_prob_teacher"] == pytest.approx(row["max_prob_after"], rel=1e-6)
     assert rows[0]["max_prob_uniform"] == pytest.approx(B / MASK.sum())
     summary = {"layers": rows, "ablation_at_kl": {"with_at": 0.1, "without_at": 0.15}}
     got = transfer_summary.targets(summary)
@@ -59,6 +60,11 @@ def test_a_stage_that_changed_nothing_misses_the_targets():
     same = mixed([False, False])
     rows = transfer_summary.layer_summary(TEACHER, [same, same, same], same, MASK, (0, 1))
     assert all(r["at_after"] == pytest.approx(r["at_before"]) for r in rows)
+    for k, row in enumerate(rows):  # the teacher's own sharpness, not the student's
+        largest = TEACHER["attention_scores"][k].max(-1)  # [B, N, T]
+        real = np.broadcast_to(MASK.astype(bool)[:, None, :], largest.shape)
+        assert row["max_prob_teacher"] == pytest.approx(largest[real].mean(), rel=1e-5)
+        assert row["max_prob_teacher"] != pytest.approx(row["max_prob_after"], rel=1e-3)
     got = transfer_summary.targets({"layers": rows})
     assert not got["at_halves"] and not got["mse_halves"] and "ablation_2x" not in got
 

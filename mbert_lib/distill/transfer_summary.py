@@ -13,6 +13,8 @@ N heads; student layer k learns teacher layer t_k), per layer k:
                              probability after the stage
     max_prob_uniform         the same statistic of uniform attention over the real keys
                              (1/n for a row with n real keys)
+    max_prob_teacher         the same statistic of teacher layer t_k: how peaked the
+                             attention the student layer learns from is
 
 "Start of stage k" is the student after stage k − 1 (the initial student for k = 0).
 `ablation_at_kl` compares the mean AT KL over all layers of two finished students
@@ -63,6 +65,7 @@ def layer_summary(
     teacher_spread = analysis.feature_statistics(teacher_out, mask)["std"].to_numpy()
     heads = teacher_out["attention_scores"].shape[2]
     uniform = float(analysis.attention_sharpness(uniform_attention(mask, heads), mask)[0])
+    teacher_sharp = analysis.attention_sharpness(teacher_out["attention_scores"], mask)
     rows = []
     for k, t in enumerate(layer_map):
         before, after = measured[k], measured[k + 1]
@@ -80,6 +83,7 @@ def layer_summary(
                 "spread_teacher": float(teacher_spread[t]),
                 "max_prob_after": float(sharp[k]),
                 "max_prob_uniform": uniform,
+                "max_prob_teacher": float(teacher_sharp[t]),
                 "at_final": float(_at_and_mse(teacher_out, final_out, mask, layer_map)["at"][k]),
             }
         )

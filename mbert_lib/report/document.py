@@ -242,12 +242,14 @@ def _transfer_mechanism(records: Records) -> str:
         return not_run("transfer")
     frame = pd.DataFrame(summary["layers"]).set_index("layer")
     frame["max prob / uniform"] = frame["max_prob_after"] / frame["max_prob_uniform"]
+    if "max_prob_teacher" in frame:  # records made before the teacher's sharpness was kept
+        frame["teacher's / uniform"] = frame["max_prob_teacher"] / frame["max_prob_uniform"]
     lines = [
         f"Each PKT student layer around its own stage, on one held-out batch "
         f"(`{summary['path'].rsplit('/', 2)[-2]}/transfer.json`): attention KL (teacher ‖ "
         "student), the plain feature MSE of eq. (1), the per-token feature spread, and "
         "the mean largest attention probability after the stage against uniform "
-        "attention.",
+        "attention (and the teacher layer's own).",
         table(frame.round(4)),
     ]
     ablation = summary.get("ablation_at_kl")
