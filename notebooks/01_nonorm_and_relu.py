@@ -241,7 +241,8 @@ at_max = sweep[sweep.spread == max(spreads)].unexplained
 assert (at_zero < 0.05).all(), "identical token statistics: NoNorm imitates LayerNorm"
 assert (at_max > 0.3).all(), "varying token statistics: it cannot"
 channel = int(np.argmax(np.abs(channel_mean)))
-fig = plot_nonorm_imitation(target, imitated, channel, sweep, setting="both spreads 0.5",
+fig = plot_nonorm_imitation(target, imitated, channel, sweep,
+                            setting="both spreads 0.5; NoNorm: paper §3.3",
                             path=figure_path("01_nonorm_vs_layernorm.png"))
 
 # %% [markdown]
@@ -333,7 +334,7 @@ per_forward = (cost.groupby(["group", "op"], sort=False)
 display(per_forward.style.format({"median_ms": "{:.2f}", "elements": "{:,}"}))
 fig = plot_op_costs(per_forward.to_dict("records"), path=figure_path("01_op_costs.png"),
                     title=f"Element-wise ops of one forward pass ({num_layers} layers, "
-                          f"T = {seq_length}), timed alone on this CPU")
+                          f"T = {seq_length}), timed alone on this CPU (paper §3.3)")
 
 # %%
 ms = per_forward.set_index("op").median_ms

@@ -5,7 +5,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.17.3
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -332,7 +332,7 @@ assert saved == V * (H - E) - (3 * E * H + H)
 fig = plot_param_stacks(
     stacks, path=figure_path("02_embedding_params.png"),
     title=f"Embedding parameters of MobileBERT (V = {V:,}), "
-          f"with and without the factorized {E}-d table")
+          f"with and without the factorized {E}-d table (paper §3.4)")
 
 # %% [markdown]
 # The trigram projection costs $3E \cdot H$ multiply-adds per token; the

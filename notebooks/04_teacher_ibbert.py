@@ -5,6 +5,8 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -356,7 +358,7 @@ for i in (kernels.trust_ratio / rms).sort_values().index[[0, -1]]:   # lowest, h
 # %%
 fig = training_viz.plot_trust_ratios(
     reports, path=runtime.figure_path("04_lamb_trust_ratios.png"),
-    title="LAMB trust ratio ‖x‖/‖u‖ per variable, teacher pre-training\n"
+    title="LAMB trust ratio ‖x‖/‖u‖ per variable, teacher pre-training (paper §4.1)\n"
           "(biases, LayerNorm γ/β: ratio 1, not shown)")
 
 # %% [markdown]
@@ -421,7 +423,7 @@ W, S = schedule.warmup_steps, schedule.decay_steps
 print(f"η0 = {lr_section.peak:g}, W = {W}, S = {S}, η_end = {lr_section.end:g}")
 fig = training_viz.plot_lr_schedule(
     schedule, steps, path=runtime.figure_path("04_lr_schedule.png"),
-    title=f"Teacher learning rate: warmup over {W} steps, linear decay over {S}")
+    title=f"Teacher learning rate: warmup over {W} steps, linear decay over {S} (paper §4.1)")
 
 # %%
 assert float(schedule(0)) == 0.0
@@ -510,7 +512,7 @@ print(f"step 0 (fresh initialisation): MLM loss {initial['mlm_loss']:.2f} nats "
 fig = training_viz.plot_pretraining_curves(
     curves, baselines, path=runtime.figure_path("04_pretraining_curves.png"),
     title=f"Laptop IB-BERT teacher ({sources['corpus']}), {steps} steps × "
-          f"{experiment.trainer.batch_size} × {T} tokens")
+          f"{experiment.trainer.batch_size} × {T} tokens (paper §4.1)")
 
 # %%
 final = evaluate_pretrainer(trained.model, eval_arrays)      # every held-out example

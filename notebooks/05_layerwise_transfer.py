@@ -389,7 +389,8 @@ stage_table
 curves = analysis.stage_curves(pkt["model_dir"])
 fig = transfer_viz.plot_stage_curves(
     curves, runtime.figure_path("05_stage_curves.png"),
-    title="PKT on the laptop pair: each stage trains one layer, then PD trains all")
+    title="PKT on the laptop pair: each stage trains one layer, then PD trains all "
+          "(paper §3.6, Figure 2)")
 
 # %%
 per_stage = curves[curves.metric.isin(["fmt", "at"])].groupby(["stage", "metric"])["value"]
@@ -475,7 +476,8 @@ fig = transfer_viz.plot_attention_grid(
      {"label": f"student layer {deep}", "maps": [(f"head {h} · KL {per_head[h]:.3f}", s_maps[h])
                                                  for h in range(len(s_maps))]}],
     tokens, runtime.figure_path("05_attention_heads.png"),
-    title=f"Every head of layer {deep}: teacher (top) vs the finished PKT student (bottom)")
+    title=f"Every head of layer {deep}: teacher (top) vs the finished PKT student (bottom) "
+          "(paper eq. 2)")
 
 # %% [markdown]
 # ### Explore: any sentence, layer, head and snapshot
@@ -500,7 +502,8 @@ np.testing.assert_allclose(view["student_probs"], s_maps[head], atol=1e-6)  # th
 np.testing.assert_allclose(view["teacher_probs"], t_maps[head], atol=1e-6)
 np.testing.assert_allclose(view["student_probs"].sum(-1), 1.0, atol=1e-5)
 print("snapshots:", ", ".join(explorer.snapshots))
-fig = draw(view, path=runtime.figure_path("05_attention_explorer.png"))
+fig = draw(view, title="Attention explorer: teacher vs PKT student after PD (paper eq. 2)",
+           path=runtime.figure_path("05_attention_explorer.png"))
 
 # %%
 explore(explorer, sentence, layer=deep, head=head, snapshot="PKT: after PD")
@@ -534,7 +537,7 @@ fig = transfer_viz.plot_layer_losses_by_snapshot(
      "plain feature MSE, eq. (1)": by_stage["mse"],
      "AT: KL(teacher ‖ student), eq. (2)": at_by_stage},
     runtime.figure_path("05_layer_losses_by_stage.png"),
-    title="PKT, held-out batch: each layer's transfer losses after every stage")
+    title="PKT, held-out batch: each layer's transfer losses after every stage (paper eqs. 1–2)")
 for name, frame in by_stage.items():
     print(f"{name} per layer (rows) after each stage (columns)")
     display(frame.round(4))
@@ -728,7 +731,7 @@ stats = {"teacher": analysis.feature_statistics(
          "student, after PD": analysis.feature_statistics(snapshot_outs[labels[-1]], mask)}
 fig = transfer_viz.plot_feature_statistics(
     stats, runtime.figure_path("05_feature_statistics.png"),
-    title="Block outputs: per-token mean and std, teacher vs student")
+    title="Block outputs: per-token mean and std, teacher vs student (not in the paper)")
 pd.concat(stats, axis=1)
 
 # %%

@@ -116,7 +116,8 @@ print(f"majority-class dev accuracy: {MAJORITY:.3f}")
 # %%
 fig = finetune_viz.plot_lengths(
     {"train (subsample)": task_data.train.lengths, "dev": task_data.dev.lengths}, T,
-    f"{TASK.name}: tokens per example", path=figure_path("07_token_lengths.png"))
+    f"{TASK.name}: tokens per example (not in the paper)",
+    path=figure_path("07_token_lengths.png"))
 
 # %% [markdown]
 # On SST-2 the train rows are much shorter than the dev rows (the medians above):

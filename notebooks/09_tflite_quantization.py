@@ -189,7 +189,7 @@ head, query = np.unravel_index(np.argmax(spread[layer]), spread[layer].shape)
 rows = {f"mask −{c:g}": scores[c][layer][head, query] for c in scores}   # [S] each
 fig = tflite_viz.plot_int8_rules(
     kernel, rows, real, path=figure_path("09_int8_rules.png"),
-    title=f"{student}, block {layer}, head {head}, query {query}: {real} real keys")
+    title=f"{student}, block {layer}, head {head}, query {query}: {real} real keys (paper §4.5)")
 STEPS = {}
 for label, row in rows.items():
     STEPS[label] = quantization.activation_params(row.min(), row.max())[0]

@@ -72,7 +72,7 @@ def plot_per_head_reshape(
         ax.set_xlabel("j", fontsize=12)
         ax.set_yticks([])
     fig.suptitle(
-        f"Per-head reshape: [D, N·d] → [D, N, d] with N = {num_heads}, d = {d}; "
+        f"Per-head reshape (not in the paper): [D, N·d] → [D, N, d] with N = {num_heads}, d = {d}; "
         f"outlined: column {n_mark}·{d} + {j_mark} = {n_mark * d + j_mark} "
         f"→ head {n_mark}, j = {j_mark}",
         fontsize=14,

@@ -36,7 +36,7 @@ def plot_activation_curves(
         )
     left.set_xlabel("x")
     left.set_ylabel("act(x)")
-    left.set_title("Activations")
+    left.set_title("Activations (relu for gelu: paper §3.3)")
     left.legend(loc="upper left")
     left.grid(alpha=0.3)
     relu = np.maximum(x, 0)

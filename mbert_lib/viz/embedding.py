@@ -86,7 +86,7 @@ def plot_trigram_window(tokens: Sequence[str], num_real: int, path=None):
     ax.set_xlabel("input: token embeddings (zero vectors past either end)")
     ax.set_ylabel("output position")
     ax.set_title(
-        "Trigram input $x_t = [e_{t+1};\\ e_t;\\ e_{t-1}]$: a width-3 window "
+        "Trigram input $x_t = [e_{t+1};\\ e_t;\\ e_{t-1}]$ (paper §3.4): a width-3 window "
         "(red lines: end of the real tokens)"
     )
     ax.legend(

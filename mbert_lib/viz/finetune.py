@@ -98,7 +98,7 @@ def plot_comparison(
     left.set_ylim(0, min(100.0, high + 6))  # bars start at zero
     left.set(
         ylabel=f"dev {metric} (%)",
-        title=f"{result['task']}: dev {metric}, dots = seeds, bar = mean ± std",
+        title=f"{result['task']}: dev {metric}, dots = seeds, bar = mean ± std (paper Table 4)",
     )
     right.set(xlabel="epoch", ylabel=f"dev {metric} (%)", title="after each epoch (mean of seeds)")
     epochs = max((len(h) for m in models for h in done[m]["histories"]), default=1)

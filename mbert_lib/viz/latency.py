@@ -71,7 +71,9 @@ def plot_norm_act_latency(
         )
     left.set_xticks(x, labels)
     left.set_ylabel("median latency (ms)")
-    left.set_title(f"Measured on {hardware}\n{shape}, median of {int(first.repeats)} runs")
+    left.set_title(
+        f"Measured on {hardware} (paper Table 7)\n{shape}, median of {int(first.repeats)} runs"
+    )
     left.set_ylim(0, df.median_ms.max() * 1.25)
     left.legend(loc="upper right")
     left.grid(axis="y", alpha=0.3)

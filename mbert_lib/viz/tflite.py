@@ -159,7 +159,7 @@ def plot_size_latency(records: Sequence[Mapping], path=None, hardware: str = "th
     axes[0].set_ylabel("size of the .tflite file (MB)")
     axes[0].set_title(
         f"Size: {baseline} / {model} = {pair['size_ratio_fp32']:.2f}× (fp32)\n"
-        f"paper: {paper.SMALLER_THAN_BERT_BASE:g}× (parameters)"
+        f"paper abstract: {paper.SMALLER_THAN_BERT_BASE:g}× (parameters)"
     )
     axes[1].set_xticks(
         range(len(groups)), [f"{m}\n{n} thread{'s' if n > 1 else ''}" for m, n in groups]
@@ -243,7 +243,7 @@ def plot_table7(
     left.set_xticks(x, labels)
     left.set_ylim(0, table["median ms"].max() * 1.25)
     left.set_ylabel("median latency (ms), fp32, batch 1")
-    left.set_title(f"{model} shape on {hardware}, T = {records[0]['seq_length']}")
+    left.set_title(f"{model} shape on {hardware}, T = {records[0]['seq_length']} (paper Table 7)")
     right.axhline(1.0, color=style.GREY, lw=1, ls="--")
     right.set_xticks(x, labels)
     right.set_ylabel("latency / latency of LayerNorm + gelu")
