@@ -362,7 +362,12 @@ def write_figures(
         times = run.wall_time_table(records, os.cpu_count() or 1)
         out["step_times"] = directory / FIGURES["step_times"]
         plt.close(
-            plot_step_times(times, budget_minutes, f"`{preset}` run: wall time", out["step_times"])
+            plot_step_times(
+                times,
+                budget_minutes,
+                f"`{preset}` run: wall time (not in the paper)",
+                out["step_times"],
+            )
         )
     finetune = result(records, "finetune")
     if finetune and any(e.get("status") == "done" for e in finetune["models"].values()):

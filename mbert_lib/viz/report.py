@@ -89,7 +89,8 @@ def plot_finetune_bars(
     metric = done[0][1].get("metric", "metric") if done else "metric"
     ax.set(
         ylabel=f"dev {metric} (%)",
-        title=f"{finetune['task']}: dev {metric}, bar = mean ± std over seeds, dots = seeds",
+        title=f"{finetune['task']}: dev {metric}, bar = mean ± std over seeds, dots = seeds"
+        " (paper Table 4)",
     )
     fig.tight_layout()
     style.save(fig, path)
