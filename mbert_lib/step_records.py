@@ -3,6 +3,8 @@
     OUT/<step>/step.json               {"step", "title", "result", "seconds", "fingerprint",
                                         "settings", "finished", "load_average", ...}
     OUT/<step>.stale-<fingerprint>/    outputs of superseded settings, moved aside
+    OUT/<step>/records_only.json       present when only the step's records were installed
+                                        (from a bundle), not its trained models
 
 Records are strict JSON (`mbert_lib.strict_json`): a number that is not finite is null.
 `Records` maps step name -> record, for every finished step of a run (`load_records`); a
@@ -20,6 +22,7 @@ from pathlib import Path
 
 RECORD_FILE = "step.json"
 STALE_MARK = ".stale-"  # OUT/<step>.stale-<fingerprint>: outputs of superseded settings
+RECORDS_ONLY_FILE = "records_only.json"
 
 
 class PipelineError(ValueError):
@@ -38,6 +41,12 @@ def read_record(directory: Path) -> dict | None:
         raise PipelineError(
             f"{path} is not valid JSON ({e}); delete it to re-run the step"
         ) from None
+
+
+def is_records_only(directory: Path) -> bool:
+    """True when `directory` holds a step's records without its trained models
+    (`mbert_lib.pipeline.bundle`): reading its record works, training on it does not."""
+    return (Path(directory) / RECORDS_ONLY_FILE).is_file()
 
 
 def load_average() -> list[float] | None:

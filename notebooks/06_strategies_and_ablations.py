@@ -56,7 +56,7 @@ from mbert_lib import paper, runtime
 from mbert_lib.distill.analysis import learning_rate_budget
 from mbert_lib.distill.trainer import read_run
 from mbert_lib.pipeline import ensure, notebook_context
-from mbert_lib.pipeline.bundle import BUNDLE_STEPS
+from mbert_lib.pipeline.bundle import BUNDLE_STEPS, RECORD_STEPS
 from mbert_lib.pipeline.core import read_record
 from mbert_lib.pipeline.eta import reference_seconds
 from mbert_lib.viz import transfer as transfer_viz
@@ -72,9 +72,14 @@ print("fast mode:", runtime.fast_mode())
 # One pipeline step per row (`mbert_lib/pipeline/steps_distill.py`); each writes a model
 # directory and records its held-out metrics. A full `reproduce` trains only the rows the
 # rest of the pipeline reads (PKT, its run without AT, no transfer); the others fill only
-# Tables 8 and 9 and are optional steps. On a fresh checkout `ensure` trains what is
-# missing after the teacher (the cell before it says how long; the minutes each took are
-# in the table); when they are done, it only reads their records.
+# Tables 8 and 9 and are optional steps. This notebook reads only their records (held-out
+# metrics, stage plans, fine-tuned accuracies), never their weights, so
+# `bundles/laptop.tar.xz` ships those records: on a fresh checkout (with
+# `MBERT_DATA_DIR` set, the data they were trained on) `ensure` installs them and trains
+# nothing. They are the laptop run's own records, made by the training this notebook
+# describes; a step that reads a row's model (fine-tuning it, say) trains that row first.
+# Without the bundle `ensure` trains what is missing (the cell before it says how long;
+# the minutes each took are in the table).
 
 # %%
 ROWS = {   # step -> (table, row label as in the paper)
@@ -86,7 +91,7 @@ ROWS = {   # step -> (table, row label as in the paper)
     "ablation_fmt_at": ("extra", "FMT+AT, no PD"),
 }
 ctx = notebook_context()
-bundled = set(BUNDLE_STEPS) if ctx.bundle else set()   # installed, not trained
+bundled = {*BUNDLE_STEPS, *RECORD_STEPS} if ctx.bundle else set()   # installed, not trained
 pending = [s for s in ROWS if s not in bundled and read_record(ctx.step_dir(s)) is None]
 minutes = sum(reference_seconds(ctx.preset).get(s, 0.0) for s in pending) / 60
 if minutes > 10:
@@ -140,8 +145,8 @@ assert len({sum(s.train_steps for s in stages) for stages in plans.values()}) ==
 # and 9 again with seeds 1 and 2 (seed 0 is the row's own step above; the extra row
 # "FMT+AT, no PD" stays at one seed), with the same teacher, data and number of updates,
 # and fine-tunes each seed's student once on the task. It more than doubles the transfer
-# time (its minutes are in `results/REPORT.md`), so a full `reproduce` leaves it out, and
-# on a fresh checkout the next cell trains what is missing:
+# time (its minutes are in `results/REPORT.md`), so a full `reproduce` leaves it out. The
+# bundle ships its record too; without the bundle the next cell trains it, as does:
 #
 #     python -m mbert_lib reproduce --data-dir ../shared/data --steps distill_seeds,report
 #

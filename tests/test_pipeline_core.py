@@ -144,3 +144,49 @@ def test_a_run_with_nothing_to_do_reads_the_records_without_the_lock(tmp_path):
     with run_lock(tmp_path):  # held; flock refuses even this process's second open file
         records = run_steps(_steps(calls), _ctx(tmp_path))
     assert [r["skipped"] for r in records] == [True] * 3 and calls == ["a", "b", "c"]
+
+
+def _records_only(ctx, name):
+    """What a bundle leaves of a finished step: its record and the mark, no outputs."""
+    from mbert_lib.step_records import RECORDS_ONLY_FILE
+
+    directory = ctx.step_dir(name)
+    for path in directory.iterdir():
+        if path.name != "step.json":
+            path.unlink()
+    (directory / RECORDS_ONLY_FILE).write_text("{}")
+
+
+def test_a_step_in_its_records_only_is_read_and_trained_when_a_later_step_needs_it(tmp_path):
+    calls, logged = [], []
+    ctx = _ctx(tmp_path)
+    run_steps(_steps(calls), ctx)
+    _records_only(ctx, "a")
+    ctx.log = logged.append
+    calls.clear()
+    read = run_steps(_steps(calls), ctx, only=["a"])
+    assert calls == [] and read[0]["result"] == {"value": 1}  # read, not trained
+    assert any("its records only" in line for line in logged)
+    (tmp_path / "b" / "step.json").unlink()  # b must run, and b reads a's outputs
+    run_steps(_steps(calls), ctx, only=["b"])
+    assert calls == ["a", "b"]
+    assert (tmp_path / "a" / "out.txt").exists() and not (
+        tmp_path / "a" / "records_only.json"
+    ).exists()
+    assert (tmp_path / f"a.stale-{read[0]['fingerprint']}" / "records_only.json").exists()
+    calls.clear()
+    run_steps(_steps(calls), ctx)  # trained now: a later run skips it
+    assert calls == []
+
+
+def test_a_step_that_only_reads_records_leaves_a_records_only_input_alone(tmp_path):
+    calls = []
+    steps = _steps(calls) + [
+        Step("report", "summary", lambda ctx, s: calls.append("report") or {}, ("a",), rerun=True)
+    ]
+    ctx = _ctx(tmp_path)
+    run_steps(steps, ctx)
+    _records_only(ctx, "a")
+    calls.clear()
+    run_steps(steps, ctx)
+    assert calls == ["report"]

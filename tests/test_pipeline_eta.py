@@ -29,6 +29,7 @@ def test_format_seconds(seconds, text):
 def test_run_steps_prints_the_estimate_from_the_reference_and_this_run(tmp_path, monkeypatch):
     clock = [0.0]
     monkeypatch.setattr(core.time, "perf_counter", lambda: clock[0])
+    monkeypatch.setattr(core, "load_average", lambda: [0.5, 0.5, 0.5])  # a quiet CPU
     durations = {"a": 200.0, "b": 600.0, "c": 30.0}
 
     def run(name):
@@ -55,3 +56,25 @@ def test_run_steps_prints_the_estimate_from_the_reference_and_this_run(tmp_path,
     reference_dir = tmp_path / "run"
     written = eta.write_reference(reference_dir, "toy")
     assert written["seconds"] == durations
+
+
+def test_a_step_timed_on_a_loaded_cpu_keeps_its_reference_time(tmp_path):
+    def record(step, seconds, load):
+        directory = tmp_path / "run" / step
+        directory.mkdir(parents=True)
+        text = {
+            "step": step,
+            "seconds": seconds,
+            "cpu_count": 2,
+            "load_average": {"start": [load, 1.0, 1.0], "end": [1.0, 1.0, 1.0]},
+        }
+        (directory / "step.json").write_text(json.dumps(text))
+
+    record("a", 500.0, 4.1)  # 4.1 > 1.25 x 2 cores: another job shared the CPU
+    record("b", 80.0, 2.4)  # a step using both cores alone
+    record("new", 900.0, 6.0)  # loaded, but there is nothing better to keep
+    reference = tmp_path / "step_seconds.json"
+    reference.write_text(json.dumps({"toy": {"cpu": "x", "seconds": {"a": 200, "b": 100}}}))
+    written = eta.write_reference(tmp_path / "run", "toy", reference)
+    assert written["seconds"] == {"a": 200, "b": 80.0, "new": 900.0}
+    assert json.loads(reference.read_text())["toy"] == written

@@ -14,6 +14,7 @@ from mbert_lib.pipeline.bundle import (
     BUNDLE_STEPS,
     DEFAULT_BUNDLE,
     MAX_BYTES,
+    RECORD_STEPS,
     BundleError,
     install,
     read_manifest,
@@ -24,8 +25,10 @@ from mbert_lib.pipeline.bundle import (
     write_bundle,
 )
 from mbert_lib.pipeline.core import read_record, step_fingerprints
+from mbert_lib.step_records import is_records_only
 
 pytestmark = pytest.mark.slow  # trains, converts or runs a pipeline: `-m "not slow"` skips it
+RECORDS = ("no_transfer", "jkt")  # two of the rows the laptop bundle holds as records only
 
 
 def quiet(message):
@@ -48,14 +51,14 @@ def source():
     with pytest.MonkeyPatch.context() as patch:
         patch.delenv("MBERT_DATA_DIR", raising=False)
         ctx = smoke_context(fast_run_dir())
-        ensure(list(BUNDLE_STEPS), ctx)
+        ensure([*BUNDLE_STEPS, *RECORDS], ctx)
         yield ctx
 
 
 @pytest.fixture(scope="module")
 def bundle(source, tmp_path_factory):
     out = tmp_path_factory.mktemp("bundle") / "smoke.tar.xz"
-    manifest = write_bundle(source, out, log=quiet)
+    manifest = write_bundle(source, out, records=RECORDS, log=quiet)
     return out, manifest
 
 
@@ -96,6 +99,28 @@ def test_ensure_installs_every_step_as_it_was_and_trains_nothing(source, bundle,
         assert len(a.weights) == len(b.weights) > 0
         for x, y in zip(a.weights, b.weights):
             np.testing.assert_array_equal(x.numpy(), y.numpy())
+
+
+def test_records_only_steps_are_installed_as_they_were_without_their_models(
+    source, bundle, tmp_path
+):
+    path, manifest = bundle
+    assert set(manifest["records"]) == set(RECORDS)
+    target = smoke_context(tmp_path / "run")
+    target.bundle = path
+    found = ensure(list(RECORDS), target)  # installs them
+    records = []
+    run_steps(STEPS, target, only=list(RECORDS), records=records)
+    assert all(r["skipped"] for r in records), records  # and trains nothing
+    for name in RECORDS:
+        before = read_record(source.step_dir(name))
+        after = read_record(target.step_dir(name))
+        assert after["finished"] == before["finished"]
+        assert after["result"]["eval"] == before["result"]["eval"]
+        assert is_records_only(target.step_dir(name))
+        assert not list(target.step_dir(name).rglob("*.data-*"))  # no weights
+    _, stages = read_run(found["jkt"]["model_dir"])  # the stage plan notebook 06 draws
+    assert stages == read_run(source.step_dir("jkt"))[1]
 
 
 def test_a_damaged_bundle_is_refused_before_anything_is_written(bundle, tmp_path):
@@ -149,7 +174,8 @@ def test_steps_made_with_other_settings_are_not_installed(source, bundle, tmp_pa
     settings["pkt"]["overrides"]["trainer.seed"] = 7
     target = smoke_context(tmp_path / "run", settings, data_from=source)
     done = install(path, target)
-    assert set(done.installed) == {"teacher", "ablation_pd_fmt"}  # pkt, and transfer after it
+    assert set(done.installed) == {"teacher", "ablation_pd_fmt", "ablation_fmt_at", *RECORDS}
+    # not pkt, nor transfer after it
     assert read_record(target.step_dir("pkt")) is None
 
 
@@ -168,5 +194,6 @@ def test_the_committed_bundle_matches_its_checksum_and_the_laptop_settings(tmp_p
     manifest = read_manifest(DEFAULT_BUNDLE)
     prints = step_fingerprints(STEPS, make_context("laptop", str(tmp_path), log=quiet))
     assert manifest["steps"] == {name: prints[name] for name in BUNDLE_STEPS}
+    assert manifest["records"] == {name: prints[name] for name in RECORD_STEPS}
     assert manifest["data"]["fingerprint"] == prints["data"]
     assert manifest["data"]["source"] == "local"  # WikiText-2 + SST-2

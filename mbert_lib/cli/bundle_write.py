@@ -1,8 +1,9 @@
 """`python -m mbert_lib bundle write`: the compact bundle of a finished run's trained steps."""
 
 HELP = (
-    "pack a finished run's teacher, PKT student, no-AT ablation and transfer summary "
-    "into an xz bundle (+ .sha256) that notebooks install instead of training"
+    "pack a finished run's teacher, PKT student, its ablations without AT and without PD "
+    "and the transfer summary, with the records of the other Table 8/9 rows and their "
+    "seeds, into an xz bundle (+ .sha256) that notebooks install instead of training"
 )
 
 

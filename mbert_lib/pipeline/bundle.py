@@ -3,14 +3,22 @@
     python -m mbert_lib bundle write     runs/laptop -> bundles/laptop.tar.xz (+ .sha256)
     python -m mbert_lib bundle install   bundles/laptop.tar.xz -> runs/laptop
 
-The bundle holds the steps notebook 05 reads (`BUNDLE_STEPS`: the teacher, the
-progressive student, the no-AT ablation, the per-layer transfer summary), which
-every later notebook also needs (the teacher alone takes a quarter of an hour
-to pre-train at laptop scale). Each step comes whole, as its consumers read it:
-its record, configs, vocabulary, TensorBoard logs, final weights and every
-stage snapshot, all float32 and bit for bit. What a finished step never reads
-again is left out: a trainer's resume state (the teacher's `checkpoints/`, the
-optimizer moments in the stage checkpoints, which are rewritten model-only).
+The bundle holds the steps notebook 05 reads whole (`BUNDLE_STEPS`: the teacher,
+the progressive student, the no-AT ablation, PKT's layer-wise stages without PD,
+the per-layer transfer summary), which every later notebook also needs (the
+teacher alone takes a quarter of an hour to pre-train at laptop scale). Each
+comes as its consumers read it: its record, configs, vocabulary, TensorBoard
+logs, final weights and every stage snapshot, all float32 and bit for bit. What
+a finished step never reads again is left out: a trainer's resume state (the
+teacher's `checkpoints/`, the optimizer moments in the stage checkpoints, which
+are rewritten model-only).
+
+It also holds the records of the other Table 8/9 rows and of their extra seeds
+(`RECORD_STEPS`, which notebook 06 reads: about an hour of training), without
+their models, which do not fit: each step's record and its runs' experiment
+files, marked `records_only.json`. Such a step counts as done for whoever reads
+its record; a step that must run and reads its models trains it first
+(`pipeline.core`).
 
 Three things make it small without rounding a weight: the student snapshots
 share most tensors (layers not yet trained, the embedding copied from the
@@ -60,11 +68,15 @@ from mbert_lib.pipeline.core import (
 from mbert_lib.pipeline.registry import STEPS
 from mbert_lib.run_lock import LOCK_FILE
 from mbert_lib.runtime import REPO_ROOT, shown_path
+from mbert_lib.step_records import RECORD_FILE, RECORDS_ONLY_FILE
+from mbert_lib.train.run_record import EXPERIMENT_FILE
 
-BUNDLE_STEPS = ("teacher", "pkt", "ablation_pd_fmt", "transfer")
+BUNDLE_STEPS = ("teacher", "pkt", "ablation_pd_fmt", "ablation_fmt_at", "transfer")
+RECORD_STEPS = ("no_transfer", "jkt", "akt", "ablation_copy", "ablation_pd", "distill_seeds")
+RECORD_NAMES = (RECORD_FILE, EXPERIMENT_FILE)  # what a records-only step keeps, at any depth
 DEFAULT_BUNDLE = REPO_ROOT / "bundles" / "laptop.tar.xz"
 MAX_BYTES = 25_000_000
-FORMAT = 1
+FORMAT = 2
 MANIFEST = "bundle.json"
 RUN_DIR_TOKEN = "@RUN_DIR@"  # the run directory in text files, replaced on install
 TEXT_SUFFIXES = (".json", ".yaml", ".txt")
@@ -105,11 +117,16 @@ def write_bundle(
     ctx: Context,
     out: str | os.PathLike = DEFAULT_BUNDLE,
     steps: Sequence[str] = BUNDLE_STEPS,
+    records: Sequence[str] = RECORD_STEPS,
     max_bytes: int = MAX_BYTES,
     log: Callable[[str], None] = print,
 ) -> dict:
-    """Packs ctx's finished `steps` into `out` (xz tar) and `<out>.sha256`; returns the
-    manifest. Refuses unfinished or stale steps, and a result over max_bytes."""
+    """Packs ctx's finished `steps` (whole) and `records` (records only) into `out` (xz
+    tar) and `<out>.sha256`; returns the manifest. Refuses unfinished or stale steps, and
+    a result over max_bytes."""
+    overlap = sorted(set(steps) & set(records))
+    if overlap:
+        raise BundleError(f"steps {overlap} are asked for both whole and as records only")
     prints = step_fingerprints(STEPS, ctx)
     data_record = read_record(ctx.step_dir("data"))
     if data_record is None or data_record.get("fingerprint") != prints["data"]:
@@ -117,7 +134,7 @@ def write_bundle(
             f"{ctx.step_dir('data')}: the data step has not finished with the "
             "current settings; run the pipeline first"
         )
-    for name in steps:
+    for name in (*steps, *records):
         record = read_record(ctx.step_dir(name))
         if record is None:
             raise BundleError(
@@ -135,6 +152,9 @@ def write_bundle(
         for name in steps:
             log(f"bundle: {name}")
             _stage_step(ctx.step_dir(name), staging / name, run_dir)
+        for name in records:
+            log(f"bundle: {name} (records only)")
+            _stage_records(ctx.step_dir(name), staging / name, run_dir, Path(out).name)
         files = {
             path.relative_to(staging).as_posix(): _file_entry(path)
             for path in sorted(staging.rglob("*"))
@@ -144,6 +164,7 @@ def write_bundle(
             "format": FORMAT,
             "made": time.strftime("%Y-%m-%d %H:%M:%S"),
             "steps": {name: prints[name] for name in steps},
+            "records": {name: prints[name] for name in records},
             "data": {
                 "fingerprint": prints["data"],
                 "source": data_record["result"]["source"],
@@ -171,6 +192,7 @@ def write_bundle(
     log(
         f"bundle: {out} ({size / 1e6:.1f} MB, sha256 {digest[:16]}...), "
         f"{len(files)} files of {', '.join(steps)}"
+        + (f"; the records of {', '.join(records)}" if records else "")
     )
     return manifest
 
@@ -195,15 +217,39 @@ def _stage_step(source: Path, target: Path, run_dir: str) -> None:
         relative = path.relative_to(source)
         if not path.is_file() or path.name == LOCK_FILE or _is_resume_state(relative, distillation):
             continue
-        destination = target / relative
-        destination.parent.mkdir(parents=True, exist_ok=True)
-        if path.suffix in TEXT_SUFFIXES:
-            text = path.read_text(encoding="utf-8").replace(run_dir, RUN_DIR_TOKEN)
-            destination.write_text(text, encoding="utf-8")
-        else:
-            shutil.copyfile(path, destination)
+        _stage_file(path, target / relative, run_dir)
     if distillation:
         _stage_snapshots(source, target)
+
+
+def _stage_records(source: Path, target: Path, run_dir: str, bundle_name: str) -> None:
+    """A step's record and its runs' experiment files, and the mark that says so."""
+    for path in sorted(source.rglob("*")):
+        if path.is_file() and path.name in RECORD_NAMES:
+            _stage_file(path, target / path.relative_to(source), run_dir)
+    (target / RECORDS_ONLY_FILE).write_text(
+        json.dumps(
+            {
+                "bundle": bundle_name,
+                "kept": list(RECORD_NAMES),
+                "note": "installed from the bundle without its trained models; a step that "
+                "reads them trains this step first",
+            },
+            indent=1,
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+
+
+def _stage_file(path: Path, destination: Path, run_dir: str) -> None:
+    """Copies one file; text files with the run directory written as RUN_DIR_TOKEN."""
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix in TEXT_SUFFIXES:
+        text = path.read_text(encoding="utf-8").replace(run_dir, RUN_DIR_TOKEN)
+        destination.write_text(text, encoding="utf-8")
+    else:
+        shutil.copyfile(path, destination)
 
 
 def _is_resume_state(relative: Path, distillation: bool) -> bool:
@@ -324,10 +370,10 @@ def install(
 
     Checks the bundle's sha256, then each file's; runs the data step if it has
     not run and compares its files with the bundle's record of them. A step
-    already done with the current settings is left alone; one with other
-    settings, or a run killed half-way, is moved aside to <step>.stale-bundle.
-    Steps the bundle holds with settings other than the current code's are
-    not installed.
+    already done with the current settings (whole or in its records) is left
+    alone; one with other settings, or a run killed half-way, is moved aside to
+    <step>.stale-bundle. Steps the bundle holds with settings other than the
+    current code's are not installed.
     """
     verify(bundle)
     manifest = read_manifest(bundle)
@@ -337,8 +383,9 @@ def install(
             f"format {FORMAT}; write the bundle again"
         )
     prints = step_fingerprints(STEPS, ctx)
-    asked = [name for name in manifest["steps"] if steps is None or name in steps]
-    wanted = [name for name in asked if manifest["steps"][name] == prints.get(name)]
+    held = {**manifest["steps"], **manifest["records"]}
+    asked = [name for name in held if steps is None or name in steps]
+    wanted = [name for name in asked if held[name] == prints.get(name)]
     for name in sorted(set(asked) - set(wanted)):
         ctx.log(
             f"{shown_path(bundle)}: its {name} step was made with other settings than the "
@@ -362,7 +409,13 @@ def install(
                 target.rename(stale)
                 ctx.log(f"  {target} did not hold a finished {name} step: moved to {stale}")
             os.replace(Path(staging) / name, target)
-    ctx.log(f"installed {', '.join(todo)} from {shown_path(bundle)} (sha256 checked)")
+    whole = [n for n in todo if n in manifest["steps"]]
+    records = [n for n in todo if n not in manifest["steps"]]
+    ctx.log(
+        f"installed {', '.join(whole) or 'no trained step'}"
+        + (f" and the records of {', '.join(records)}" if records else "")
+        + f" from {shown_path(bundle)} (sha256 checked)"
+    )
     return Installed(tuple(todo), done)
 
 

@@ -20,6 +20,12 @@ the step re-runs once they exist.
 While it runs steps, a run holds OUT/.lock (mbert_lib.run_lock): a second run into the same
 directory is refused, naming the first.
 
+A step may be finished in its records only (OUT/<step>/records_only.json: installed
+from a bundle without its trained models, e.g. the rows notebook 06 reads). It counts
+as done for whoever reads its record; when a step that must run depends on it or
+uses it, it is trained first (its records moved aside), since that step reads its
+models.
+
 A step marked `rerun` (the report: it only reads the others' records, in
 seconds) runs every time, so that it always shows the records as they are.
 A step marked `optional` (extra seeds that double a run's length) is left out
@@ -49,7 +55,14 @@ from mbert_lib import atomic, strict_json
 from mbert_lib.pipeline import checks, eta
 from mbert_lib.run_lock import run_lock
 from mbert_lib.runtime import REPO_ROOT
-from mbert_lib.step_records import RECORD_FILE, STALE_MARK, PipelineError, load_average, read_record
+from mbert_lib.step_records import (
+    RECORD_FILE,
+    STALE_MARK,
+    PipelineError,
+    is_records_only,
+    load_average,
+    read_record,
+)
 
 DEFAULT_OUT = REPO_ROOT / "runs"  # a preset's run goes to DEFAULT_OUT/<preset> by default
 
@@ -164,11 +177,22 @@ def _pending(
     """({step: its record or None}, the steps that must run: no record of these settings,
     or `rerun`)."""
     found = {s.name: read_record(ctx.step_dir(s.name)) for s in todo}
-    return found, [
+    pending = {
         s.name
         for s in todo
         if s.rerun or found[s.name] is None or found[s.name].get("fingerprint") != prints[s.name]
-    ]
+    }
+    # A step that runs reads its inputs' models: those finished in their records only are
+    # trained first. Backwards, so that the inputs of an input added here are seen too.
+    for step in reversed(todo):
+        if step.name in pending and not step.rerun:
+            inputs = (*step.depends, *step.used_steps(ctx.settings.get(step.name, {})))
+            pending.update(
+                name
+                for name in inputs
+                if name in found and found[name] and is_records_only(ctx.step_dir(name))
+            )
+    return found, [s.name for s in todo if s.name in pending]
 
 
 def _run_pending(
@@ -187,7 +211,8 @@ def _run_pending(
         record = found[step.name]
         header = f"[{k}/{len(todo)}] {step.title}"
         if step.name not in pending:
-            ctx.log(f"{header}: done ({record['seconds']:.0f} s when it ran), skipped")
+            only = "; its records only" if is_records_only(directory) else ""
+            ctx.log(f"{header}: done ({record['seconds']:.0f} s when it ran{only}), skipped")
             records.append({**record, "skipped": True})
             continue
         expected = estimate.describe(step.name, pending[pending.index(step.name) :])
@@ -237,10 +262,15 @@ def _move_aside(directory: Path, record: Mapping[str, Any], ctx: Context) -> Non
     stale = directory.with_name(
         f"{directory.name}{STALE_MARK}{record.get('fingerprint', 'unknown')}"
     )
+    why = (
+        "only its records are here, and a step after it reads its models"
+        if is_records_only(directory)
+        else "settings changed since it ran"
+    )
     if stale.exists():
         shutil.rmtree(stale)
     directory.rename(stale)
-    ctx.log(f"  settings changed since it ran: its old outputs moved to {stale}")
+    ctx.log(f"  {why}: its old outputs moved to {stale}")
 
 
 def _with_dependencies(only: Sequence[str], by_name: Mapping[str, Step], ctx: Context) -> set[str]:

@@ -36,19 +36,32 @@ def reference_seconds(preset: str | None, reference_file: Path | None = None) ->
 
 
 def write_reference(run_dir: Path, preset: str, reference_file: Path | None = None) -> dict:
-    """Records the seconds of every finished step of `run_dir` as `preset`'s reference."""
+    """Records the seconds of every finished step of `run_dir` as `preset`'s reference,
+    except those of steps that ran on a loaded CPU (`was_loaded`): for those the
+    reference keeps the seconds it had."""
     reference_file = reference_file or REFERENCE_FILE
-    seconds = {}
-    for path in sorted(Path(run_dir).glob(f"*/{RECORD_FILE}")):
-        record = read_record(path.parent)
-        if path.parent.name == record["step"]:  # not a moved-aside .stale- copy
-            seconds[record["step"]] = record["seconds"]
     presets = (
         json.loads(reference_file.read_text(encoding="utf-8")) if reference_file.is_file() else {}
     )
-    presets[preset] = {"cpu": cpu_model(), "seconds": seconds}
+    seconds = dict(presets.get(preset, {}).get("seconds", {}))
+    for path in sorted(Path(run_dir).glob(f"*/{RECORD_FILE}")):
+        record = read_record(path.parent)
+        if path.parent.name == record["step"] and not (  # not a moved-aside .stale- copy
+            was_loaded(record) and record["step"] in seconds
+        ):
+            seconds[record["step"]] = record["seconds"]
+    presets[preset] = {"cpu": cpu_model(), "seconds": dict(sorted(seconds.items()))}
     atomic.write_text(reference_file, json.dumps(presets, indent=2, sort_keys=True) + "\n")
     return presets[preset]
+
+
+def was_loaded(record: Mapping) -> bool:
+    """True when the step started or ended with a one-minute load average above 1.25 x
+    the CPU count its record names: other work shared the CPU, and its time is too long."""
+    load, cpus = record.get("load_average") or {}, record.get("cpu_count")
+    if not cpus:
+        return False
+    return any((load.get(end) or [0.0])[0] > 1.25 * cpus for end in ("start", "end"))
 
 
 def format_seconds(seconds: float) -> str:
