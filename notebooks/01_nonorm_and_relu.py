@@ -59,6 +59,7 @@ from mbert_lib.layers import NoNorm, make_norm
 from mbert_lib.layers.activations import get_activation
 from mbert_lib.layers.ffn import FeedForward
 from mbert_lib.paper import TABLE7_MS
+from mbert_lib.report.machine import cpu_model
 from mbert_lib.runtime import fast_mode, figure_path, pick
 from mbert_lib.viz.activations import plot_activation_curves
 from mbert_lib.tables import keras_table7
@@ -392,7 +393,7 @@ print(f"These forward passes {verdict}. The library's default, jit_compile="
 # %%
 fig = plot_norm_act_latency(records, default_jit=DEFAULT_JIT_COMPILE,
                             path=figure_path("01_nonorm_relu_latency.png"),
-                            hardware=f"this {os.cpu_count()}-core x86 CPU")
+                            hardware=f"{cpu_model()}, {os.cpu_count()} cores")
 
 # %%
 ours = table[table.jit == DEFAULT_JIT_COMPILE].set_index("combination").median_ms
