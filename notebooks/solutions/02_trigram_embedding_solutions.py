@@ -5,7 +5,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.17.3
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -203,12 +203,12 @@ print("both forms equal in Keras and in TFLite (to float round-off)")
 
 # %% [markdown]
 # **Answer.** The two forms compute the same embedding (to 1e-7) and cost about the
-# same. In Keras they are within about 10% of each other (Conv1D / dense 0.95 at
-# T = 128 and 1.10 at T = 512 in this run); differences of that size change sign from
+# same. In Keras they are within about 10% of each other (Conv1D / dense 0.91 at
+# T = 128 and 1.00 at T = 512 in this run); differences of that size change sign from
 # run to run on a shared machine, so neither form is reliably faster here
 # (`time_callable` alone gives the same order of magnitude; interleaving keeps
 # background load out of the comparison). Through TFLite with XNNPACK, one thread, the
-# dense form is the faster by about 4% (table). The multiply-adds are identical,
+# dense form is the faster by about 5% (table). The multiply-adds are identical,
 # $3E \cdot H$ per token; the dense form adds two slices, two pads and a concatenation,
 # memory copies of a [T, 3E] tensor, and TensorFlow runs the Conv1D as a 2-D
 # convolution of a [B, 1, T, E] view.

@@ -21,9 +21,9 @@
 # committed full run. Run times printed by `stopwatch` are wall times of that full run on
 # the CPU printed in the first cell.
 #
-# The finished laptop teacher (`runs/laptop/teacher`, 1800 steps, about 16 minutes) is
+# The finished laptop teacher (`runs/laptop/teacher`, 1800 steps, about 15 minutes) is
 # only read. Exercises 1 and 3 ask for new training runs; a full-length run per setting
-# would take 16 minutes each, so both are **scaled down** (the budgets are stated in each
+# would take 15 minutes each, so both are **scaled down** (the budgets are stated in each
 # exercise) and every setting is compared with LAMB at the *same* short budget, in the
 # same notebook run. The new runs go to a temporary directory. Fast mode (CI) runs the
 # same code on the `smoke` pipeline run with a handful of steps.
@@ -125,7 +125,7 @@ print(f"base: {base.description}; {base.trainer.train_steps} steps at LAMB peak 
 # > the AdamW rate that matches LAMB is LAMB's η times a typical trust ratio; read the
 # > ratios at update 1 first.*
 #
-# **Scaled down.** 120 steps per setting (the laptop teacher: 1800 steps, about 16 min
+# **Scaled down.** 120 steps per setting (the laptop teacher: 1800 steps, about 15 min
 # each): LAMB at its tuned peak 1e-2 and AdamW at three peaks, each with the same
 # 10% warmup and linear decay, all in this run (the stopwatch below prints the wall
 # time of the four). The full version, four 1800-step runs, takes about an hour on 2
@@ -298,15 +298,15 @@ np.testing.assert_allclose(np.linalg.norm(g_rows), float(tf.norm(clipped[word]))
 
 # %% [markdown]
 # **Answer.** After training, the smallest ratios (about 0.05) belong to the token-type
-# table and the query and key kernels of layer 1: small weights against a large Adam
-# direction. The largest are the embedding transformation kernel (0.51), the MLM head's
-# extra output weights (0.23) and a bottleneck kernel (0.19). The word table (0.158)
-# sits above the median block kernel (0.089), and the row-wise split says why it behaves
-# differently. Every one of its rows has a non-zero gradient (the tied output layer),
-# but the 1,419 rows whose token is in this batch carry 99.9% of ‖g‖²; the median
-# out-of-batch row's gradient is 66× smaller. Adam's per-element normalisation
-# $\hat m/\sqrt{\hat v}$ undoes most of that difference: the out-of-batch rows still
-# carry 71% of ‖u‖² (and 81% of ‖x‖²), their ‖u_w‖/‖x_w‖ only 2× below the in-batch
+# table and the query and key kernels of layers 1 and 2: small weights against a large
+# Adam direction. The largest are the embedding transformation kernel (0.49) and the two
+# kernels of layer 2's first FFN (0.29 and 0.26). The word table (0.154) sits above the
+# median block kernel (0.088), and the row-wise split says why it behaves differently.
+# Every one of its rows has a non-zero gradient (the tied output layer), but the 1,419
+# rows whose token is in this batch carry 99.9% of ‖g‖²; the median out-of-batch row's
+# gradient (0.0001) is almost two orders of magnitude below the in-batch rows' (0.0076).
+# Adam's per-element normalisation $\hat m/\sqrt{\hat v}$ undoes most of that
+# difference: the out-of-batch rows still carry 66% of ‖u‖² (and 81% of ‖x‖²), their ‖u_w‖/‖x_w‖ only 2× below the in-batch
 # rows'. So the table does not take the sparse, batch-dependent step its gradient
 # suggests: every row moves at each step, driven for most rows by a tiny, noisy
 # output-side gradient amplified to unit scale. A block kernel has no such split (all
@@ -326,7 +326,7 @@ np.testing.assert_allclose(np.linalg.norm(g_rows), float(tf.norm(clipped[word]))
 # > same text with fresh masks each pass.*
 #
 # **Scaled down.** The full version (a data step with `dupe_factor=1`, about 14,500
-# examples, then 1800 teacher steps = 4 passes over them, about 16 min plus the data
+# examples, then 1800 teacher steps = 4 passes over them, about 15 min plus the data
 # step) does not fit here. The same question at 120 steps: a pool of 256 training
 # examples (8 batches of 32), so that 120 steps are **15 passes** over it, trained
 # twice: once with the pool's masks fixed (static, what `dupe_factor=1` does), once with
@@ -538,11 +538,11 @@ if not runtime.fast_mode():
 
 # %% [markdown]
 # **Answer.** The bigram baseline lands between unigram and the teacher: accuracy 15.3%
-# (unigram 4.6%, teacher 19.4%), perplexity 267 (unigram 1135, teacher 197). One token of
+# (unigram 4.6%, teacher 19.4%), perplexity 267 (unigram 1135, teacher 199). One token of
 # left context, visible for 86% of the targets, recovers most of what separates the
 # teacher from a context-free guess (function words after function words, `##`
 # continuations after their stem). The teacher's margin over *bigram* (4 points of
-# accuracy, perplexity 197 vs 267), not over unigram, is the honest measure of what
+# accuracy, perplexity 199 vs 267), not over unigram, is the honest measure of what
 # this short pre-training learned beyond local co-occurrence.
 #
 # ## Summary
@@ -550,12 +550,12 @@ if not runtime.fast_mode():
 # | exercise | result (full run, printed above) |
 # |---|---|
 # | 1 | at 120 steps AdamW 1e-3 is closest to LAMB 1e-2 (7.114 vs 7.106 nats); the update-1 prediction 2e-4 is too low, because the trust ratios grow after update 1 |
-# | 2 | smallest ratios: token-type table, layer-1 query/key (≈ 0.05); largest: embedding transformation (0.51); the word table's out-of-batch rows carry 0.1% of its gradient but 71% of its Adam direction |
+# | 2 | smallest ratios: token-type table, layer-1 and layer-2 query/key (≈ 0.05); largest: embedding transformation (0.49); the word table's out-of-batch rows carry 0.1% of its gradient but 66% of its Adam direction |
 # | 3 | 256 examples read 15×: static masks are memorised (1.07 nats between own and unseen masks, held-out − train 1.24 vs 0.26 with fresh masks) |
-# | 4 | bigram: 15.3% accuracy, perplexity 267, between unigram (4.6%, 1135) and the teacher (19.4%, 197) |
+# | 4 | bigram: 15.3% accuracy, perplexity 267, between unigram (4.6%, 1135) and the teacher (19.4%, 199) |
 #
 # Scaled down: exercises 1 and 3 at 120 steps per run (the laptop teacher: 1800 steps,
-# about 16 minutes per run); the full versions take about an hour (ex. 1) and about
-# 35 minutes (ex. 3, two 1800-step runs plus a `dupe_factor=1` data step). Each short
+# about 15 minutes per run); the full versions take about an hour (ex. 1) and about
+# half an hour (ex. 3, two 1800-step runs plus a `dupe_factor=1` data step). Each short
 # run costs more than 120 steps' worth of time: building the model, tracing the training
 # step, evaluating and exporting are the same for every run length.

@@ -5,6 +5,8 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -24,7 +26,7 @@
 # The exercises that change the recipe train **layer-wise stages only**
 # (`distillation.pretrain.steps=0`, 75 steps per layer as in the laptop run), into a
 # temporary directory: that is all the exercises measure, and it costs less than the
-# PKT run with PD (about 3 minutes). Fast mode (CI) runs the
+# PKT run with PD (about 2.5 minutes). Fast mode (CI) runs the
 # same code on the `smoke` pipeline run (a 2-layer teacher) with 3 steps per stage.
 #
 # Shapes: B batch, T tokens, H inter-block width, N heads, L layers.
@@ -213,12 +215,12 @@ np.testing.assert_allclose(np.exp(sum(rates)), lamb_bound(slow_experiment)[2], r
 # **Answer (a).** With the current layer at ×3 (η = 6e-3 over 75 steps), LAMB allows a
 # stage to grow a weight matrix by at most $e^{\eta S} = e^{0.45} \approx 1.57$ (1.51 with
 # the schedule's real $\sum_t \eta_t$, the tighter bound). The measured growth of ‖W_Q‖
-# and ‖W_K‖ is at most 1.13 and 1.16: below the bound, as it must be, and the same
-# 12–16% in every layer, i.e. about a third of the bound in log terms (a step of size
+# and ‖W_K‖ is at most 1.13 and 1.17: below the bound, as it must be, and the same
+# 12–17% in every layer, i.e. about a third of the bound in log terms (a step of size
 # η‖W‖ grows ‖W‖ by that much only if it points along W). With that little room AT
-# falls by 2.4% on average in a layer's own stage (×30: 80%) and the plain MSE by 24%
-# (×30: 69%): the attention stays where the initialisation put it. At ×30 the bound
-# (61) is far above the measured growth (4.8 at most): there the bound no longer
+# falls by 2.8% on average in a layer's own stage (×30: 80%) and the plain MSE by 24%
+# (×30: 66%): the attention stays where the initialisation put it. At ×30 the bound
+# (61) is far above the measured growth (5.3 at most): there the bound no longer
 # binds, the loss does.
 #
 # Now freeze the layers below: `lower_lr_multiplier=0` at the laptop recipe's ×30, so the
@@ -260,13 +262,13 @@ print("with lower layers frozen, each layer's losses stay exactly at their value
 # **Answer (b).** Every layer's losses change, in two directions. In the reference, a
 # layer k < 3 keeps training (at 0.1 × the current rate) in stages k+1..3, whose loss
 # holds only the layers *above* it: its own MSE and AT drift back up (layer 0's AT is
-# 0.080 after its own stage and 0.291 after stage 3). With the lower layers frozen,
+# 0.068 after its own stage and 0.207 after stage 3). With the lower layers frozen,
 # layers 0–2 stay exactly where their own stage left them (checked to 1e-6), so they
-# end 6–41% lower in MSE and 65–72% lower in AT than in the reference. The price is
+# end 10–41% lower in MSE and 67–81% lower in AT than in the reference. The price is
 # paid at the top: layer 3, which can no longer have the blocks below adapted to it,
-# ends 50% higher in MSE and 30% higher in AT. So the small learning rate of the lower
+# ends 48% higher in MSE and 83% higher in AT. So the small learning rate of the lower
 # layers trades their own imitation for a better top layer, the one the MLM head and
-# PD read. Layer 0 after stage 0 is identical in both runs (0.0802), as it must be.
+# PD read. Layer 0 after stage 0 is identical in both runs (0.0680), as it must be.
 #
 # ## Exercise 2: the decomposition after the stage
 #
@@ -333,18 +335,21 @@ biggest = falls[["mean_term", "std_term", "shape_term"]].idxmax(axis=1)
 print("term with the largest relative fall per layer:", dict(biggest))
 
 # %% [markdown]
-# **Answer.** Before its stage, most of a layer's plain MSE is *spread* (layer 0:
-# 1.23 of 1.54; the student's features are too narrow, notebook 05 section 4) and the
-# rest mostly *shape*; the *level* term is tiny from the start (≤ 0.002). The stage
-# reduces the spread term most in layers 0 and 1 (by 68% and 80%), the shape term most
-# in layer 3; the level term, already near zero, moves either way (layer 1: from
-# 0.0003 to 0.0021). The weights explain the pattern. The spread enters the trained
+# **Answer.** Before its stage, layer 0's plain MSE is mostly *spread* (1.24 of 1.54;
+# the student's features are too narrow, notebook 05 section 4) and the rest mostly
+# *shape*; in layers 1–3 shape is the larger part (layer 1: 0.30 against 0.27 spread,
+# layer 3: 0.15 against 0.09).
+# The *level* term is tiny from the start (≤ 0.001). The stage reduces the spread term
+# most in layer 0 (by 79%, shape by 18%); in layers 1 and 3 spread and shape fall about
+# equally (67% and 70%; 79% and 81%); the level term, already near zero, moves either
+# way (layer 0: from 0.0002 to 0.0006; layer 2: down 63%). The weights explain the
+# pattern. The spread enters the trained
 # loss mainly through the plain MSE that the laptop recipe adds ×100 (weighted table:
-# 154 of layer 0's 284 before the stage); the tf-models term 5 × |Δσ²| is only 8, too
+# 154 of layer 0's 283 before the stage); the tf-models term 5 × |Δσ²| is only 8, too
 # weak on its own. 100 × LN-MSE (shape) is the other large term, so shape falls too.
 # 5000 × level is large per unit but multiplies a term that is ~1e-4, so its
-# gradient is small and the level is left almost free: in layer 1 it grows ×6 and
-# becomes the largest weighted term after the stage (10.4), still 0.002 in plain MSE.
+# gradient is small and the level is left almost free: in layer 0 it grows ×3 in the
+# stage (weighted 1.0 → 3.0), still 0.0006 in plain MSE.
 #
 # ## Exercise 3: the double softmax, trained
 #
@@ -437,11 +442,11 @@ if not runtime.fast_mode():
 # second softmax maps every row to a near-uniform distribution, so moving the student's
 # attention barely changes it. What the student learns about attention is then what
 # FMT alone teaches, and FMT does not teach the teacher's attention: measured on the
-# real probabilities, the KL of layer 0 ends at 0.258 with the double softmax and 0.320
-# without AT, both *above* its value before the stage (0.226), while AT on
-# probabilities brings it to 0.080. All three runs sharpen the attention from uniform
-# (0.008) towards the teacher's 0.035 (FMT needs some structure too), the AT run most
-# (0.027, double softmax 0.019). The ×100 weight on AT does not rescue the double
+# real probabilities, the KL of layer 0 ends at 0.276 with the double softmax and 0.236
+# without AT, both *above* its value before the stage (0.216), while AT on
+# probabilities brings it to 0.068. All three runs sharpen the attention from uniform
+# (0.008) towards the teacher's 0.034 (FMT needs some structure too), the AT run most
+# (0.026; double softmax 0.022, no AT 0.016). The ×100 weight on AT does not rescue the double
 # softmax; the plain MSE is about the same in all three runs.
 #
 # ## Exercise 4: fewer student layers
@@ -477,10 +482,10 @@ print("6 of 24:", six)
 
 # %% [markdown]
 # **Answer.** The 2-layer student's layer 0 has to imitate teacher layer 1, i.e. what
-# two teacher blocks computed, with one block: after its stage its MSE is 0.72 against
-# 0.15 for the 4-layer student's layer 1, which learns the same teacher layer with a
-# block below it, and its AT 0.075 against 0.034; layer 1 (teacher layer 3) is 2× worse
-# on both (MSE 0.089 vs 0.044, AT 0.147 vs 0.061). For a 6-layer student of a 24-layer
+# two teacher blocks computed, with one block: after its stage its MSE is 0.55 against
+# 0.18 for the 4-layer student's layer 1, which learns the same teacher layer with a
+# block below it, and its AT 0.051 against 0.024; layer 1 (teacher layer 3) is 2–3×
+# worse (MSE 0.091 vs 0.049, AT 0.140 vs 0.050). For a 6-layer student of a 24-layer
 # teacher, map student layer ℓ to teacher layer 4ℓ + 3: (3, 7, 11, 15, 19, 23). Evenly
 # spaced, so each student block replaces the same depth of the teacher (4 blocks), and
 # ending at the last teacher layer, since the MLM and NSP heads (copied from the
@@ -492,11 +497,11 @@ print("6 of 24:", six)
 #
 # | exercise | result (full run, printed above) |
 # |---|---|
-# | 1 | ×3: bound e^(ηS) = 1.57, measured ‖W_Q‖, ‖W_K‖ growth ≤ 1.16; AT falls 2.4%, MSE 24% (×30: 80%, 69%). Lower layers frozen: layers 0–2 end 65–72% lower in AT, the top layer 30% higher |
-# | 2 | the plain MSE is mostly spread before a stage; the stage cuts spread most (layers 0, 1), driven by the ×100 plain MSE; the level is nearly free |
-# | 3 | double softmax: attention KL 0.258 after the stage (no AT: 0.320; AT on probabilities: 0.080; before: 0.226) |
-# | 4 | 2-layer student on teacher [1, 3]: 2–5× the 4-layer student's MSE and AT per layer; for 6 of 24: (3, 7, 11, 15, 19, 23) |
+# | 1 | ×3: bound e^(ηS) = 1.57, measured ‖W_Q‖, ‖W_K‖ growth ≤ 1.17; AT falls 2.8%, MSE 24% (×30: 80%, 66%). Lower layers frozen: layers 0–2 end 67–81% lower in AT, the top layer 83% higher |
+# | 2 | layer 0's plain MSE is mostly spread before its stage, which cuts spread most there (79%), driven by the ×100 plain MSE; in layers 1–3 spread and shape fall about equally; the level is nearly free |
+# | 3 | double softmax: attention KL 0.276 after the stage (no AT: 0.236; AT on probabilities: 0.068; before: 0.216) |
+# | 4 | 2-layer student on teacher [1, 3]: 2–3× the 4-layer student's MSE and AT per layer; for 6 of 24: (3, 7, 11, 15, 19, 23) |
 #
 # Scaled down: every new run is layer-wise only (no PD stage, 75 steps per layer; the
 # stopwatch lines give each run's wall time); the full PKT recipe with its 300 PD steps
-# (the pipeline's `pkt` step) took about 3 minutes per run.
+# (the pipeline's `pkt` step) took about 2.5 minutes per run.

@@ -29,7 +29,7 @@
 # everything comes from the shared smoke run and the new runs go to a temporary directory,
 # cleared first.
 #
-# **Scaled down, to keep the training of this notebook to about 8 minutes on 2 cores (the
+# **Scaled down, to keep the training of this notebook to about 5 minutes on 2 cores (the
 # pipeline's own runs of the two rows it copies trained for the times printed in
 # exercises 2 and 3; a loaded CPU takes longer):**
 # exercise 1 adds no seeds (it projects the standard errors from the three seeds on
@@ -208,13 +208,13 @@ assert (projected.loc[projected["d (points)"] <= 0, "seeds needed"] == math.inf)
 # **Answer.** With the seed spreads of the record, five seeds shrink every band to 0.77
 # of its three-seed width and ten seeds to 0.55 (the printed factors): slowly, as
 # $1/\sqrt n$. In the projection **no verdict changes at n = 5**: the one comparison
-# already shown (JKT − AKT on fine-tuned dev accuracy) stays shown; the comparisons of the
+# already shown (PKT − JKT on held-out MLM accuracy) stays shown; the comparisons of the
 # opposite sign cannot become "shown" by more seeds, only by their means moving; and of
-# the same-sign comparisons within the band, the closest (PKT − JKT on held-out MLM
-# accuracy) would need 7 seeds per row, the others 18 and 29 ("seeds needed"). A
-# difference that needs tens of seeds (AT's gain in MLM accuracy) is, at this scale, no
-# difference. Whether the projection holds is what training seeds 3 and 4 would test
-# (the cost printed above, about an hour): with three seeds each $s_m$ is itself uncertain
+# the same-sign comparisons within the band, the closest (JKT − AKT on fine-tuned dev
+# accuracy) would need 6 seeds per row, the others 37, 48, 56 and 175 ("seeds needed").
+# A difference that needs tens or hundreds of seeds (AT's gain in MLM accuracy: 56; PD's
+# in dev accuracy: 175) is, at this scale, no difference. Whether the projection holds
+# is what training seeds 3 and 4 would test (the cost printed above, about 70 minutes): with three seeds each $s_m$ is itself uncertain
 # by a factor of about two, and the means move by about one s.e. as seeds are added.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -302,15 +302,16 @@ print(f"PKT at m* sits {z:+.1f} PKT seed standard deviations from PKT's mean")
 # PD stage unchanged (checked). Two things change:
 #
 # * **MLM accuracy falls to AKT's.** PKT at $m^\ast$ reaches the held-out MLM accuracy of
-#   AKT's seed 0 (the two tables' first column), about four of PKT's seed standard
-#   deviations below PKT's mean (printed; one seed of the new run, but PKT's three seeds
-#   agree within 0.05 points). At equal Σ η the progressive schedule loses its edge over
+#   AKT's seed 0 (the two tables' first column), 3.4 of PKT's seed standard deviations
+#   below PKT's mean (printed; one seed of the new run, but PKT's three seeds have a std
+#   of only 0.08 points). At equal Σ η the progressive schedule loses its edge over
 #   auxiliary transfer in this run: part of Table 8's PKT lead at our scale is its larger
 #   layer-wise budget, not its order.
-# * **The distance to the teacher is redistributed, not reduced.** With a third of the
-#   budget, the lower layers end *closer* to the teacher's attention (layers 0 and 1 at
-#   about half of PKT's KL) and the top layer much further (its KL more than doubles); the
-#   mean AT over layers is about PKT's and the mean feature MSE a third larger. Neither PKT
+# * **The distance to the teacher moves, it does not shrink.** With a third of the
+#   budget, the lower layers end *closer* to the teacher's attention (layers 0 and 2 at
+#   about half of PKT's KL, layer 1 at three quarters) and the top layer further (its KL
+#   17% higher); the mean AT over layers is 30% below PKT's, but the mean feature MSE is a
+#   third larger. Neither PKT
 #   run comes near AKT, whose layers stay several times closer to the teacher: AKT keeps the
 #   layer-wise terms in its loss to the last update, while PKT's PD stage moves the layers
 #   again after their stages. So per-layer closeness at the end is set by what the *last*
@@ -399,10 +400,10 @@ assert np.isclose(gains["both  (CK − 0)"], gains["copy, without KD  (C − 0)"
 # %% [markdown]
 # **Answer.** The gains do **not** add up. The copy of the teacher's embedding and MLM
 # head is by far the larger factor: it adds about 12.7 points of MLM accuracy without the
-# teacher's distribution in the loss and about 10.3 with it. The teacher's MLM
-# distribution (KD, α = 0.5) adds about 2.4 points to a student that starts from scratch
+# teacher's distribution in the loss and about 10.1 with it. The teacher's MLM
+# distribution (KD, α = 0.5) adds about 2.5 points to a student that starts from scratch
 # and nothing (−0.1) to one that starts from the copied head. The interaction is about
-# −2.4 points, some ten standard errors from zero (the s.e. assumes the new row's seed
+# −2.6 points, some fifteen standard errors from zero (the s.e. assumes the new row's seed
 # spread; with one seed it is a guide only). The two ingredients of PD carry largely the
 # same knowledge, the teacher's distribution over the vocabulary, once through the
 # initial weights and once through the loss; whichever comes first takes the gain. This is
@@ -430,7 +431,7 @@ assert np.isclose(gains["both  (CK − 0)"], gains["copy, without KD  (C − 0)"
 #
 # so the share of the downstream variance that fine-tuning alone explains is
 # $s^2_{\text{ft}} / s^2_{\text{pre}}$ (capped at 1). Nothing is trained here: the
-# fine-tuning runs the exercise asks for are on record (about 1.5 minutes each).
+# fine-tuning runs the exercise asks for are on record (about 0.7 minutes each).
 
 # %%
 with runtime.stopwatch("exercise 4"):
@@ -477,34 +478,36 @@ print(f"with 3 and 3 seeds, a ratio of two sample variances of EQUAL true varian
 # %% [markdown]
 # **Answer.** The two seed-0 / seed-0 runs are the same experiment and give the same dev
 # accuracy (checked), so the two records can be compared. The answer differs by row. For
-# PKT, three fine-tuning seeds of one student spread the dev accuracy by about a third of
-# what three pre-training seeds do (std 0.12 against 0.34 points): fine-tuning noise is
-# about a tenth of the variance, and most of section 7's spread for PKT comes from
-# pre-training. For the no-transfer student the two spreads are close (0.41 against 0.50
-# points), so about two thirds of its variance is fine-tuning noise. Both readings are
+# PKT, three fine-tuning seeds of one student spread the dev accuracy by about 70% of
+# what three pre-training seeds do (std 0.86 against 1.23 points): fine-tuning noise is
+# about half of the variance. For the no-transfer student the two spreads are the same
+# (0.41 against 0.40 points), so all of its variance may be fine-tuning noise (the share
+# is capped at 1). Both readings are
 # weak: with three seeds on each side, a ratio of two sample variances ranges from 0.026
 # to 39 when the true variances are equal (the F(2, 2) interval printed), so neither share
 # is distinguishable from any other. What the numbers do show is the size of the noise
-# floor: a few tenths of a point per run, the same order as the differences between rows
-# in section 7. To separate the two sources properly, fine-tune every pre-training seed
-# with several fine-tuning seeds (a nested design: 3 × 3 runs per row, about 15 minutes
-# per row) and average the fine-tuning seeds before comparing rows.
+# floor: from a few tenths of a point to about a point per run, the same order as the
+# differences between rows in section 7. To separate the two sources properly, fine-tune
+# every pre-training seed with several fine-tuning seeds (a nested design: 3 × 3 runs
+# per row, about 6 minutes per row) and average the fine-tuning seeds before comparing
+# rows.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Summary
 #
 # * **Exercise 1.** The 2 s.e. band shrinks as $1/\sqrt{n}$: five seeds cut it to 0.77 of
 #   the three-seed band. Projected with the record's spreads, no verdict changes at n = 5;
-#   the closest comparison (PKT − JKT, MLM accuracy) would need 7 seeds per row. The full
-#   version costs about an hour.
+#   the closest comparison within the band (JKT − AKT, fine-tuned dev accuracy) would need
+#   6 seeds per row. The full version costs about 70 minutes.
 # * **Exercise 2.** AKT's layer-wise budget is a third of PKT's. PKT cut to it (same
-#   updates, same PD stage) falls to AKT's MLM accuracy (one seed, four PKT seed stds
-#   below PKT), and its layers are not closer to the teacher on average: closeness is set
+#   updates, same PD stage) falls to AKT's MLM accuracy (one seed, 3.4 PKT seed stds
+#   below PKT), and its layers trade feature distance for attention distance (mean AT 30%
+#   lower, mean feature MSE a third higher): closeness is set
 #   by the last stage's loss, and AKT, which trains the layer-wise terms to the end, stays
 #   far closer than either PKT run.
 # * **Exercise 3.** PD's two ingredients do not add up: the copy takes nearly all of the
 #   gain, and the teacher's distribution in the loss helps only a student without the copy
-#   (interaction about −2.4 points; one seed of the new row).
-# * **Exercise 4.** For PKT, fine-tuning seeds spread the dev accuracy by a third of what
-#   pre-training seeds do; for the no-transfer student by nearly as much. With three seeds
+#   (interaction about −2.6 points; one seed of the new row).
+# * **Exercise 4.** For PKT, fine-tuning seeds spread the dev accuracy by about 70% of
+#   what pre-training seeds do; for the no-transfer student by as much. With three seeds
 #   per side the variance ratios are very uncertain; a nested design would settle it.

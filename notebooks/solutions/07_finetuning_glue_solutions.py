@@ -5,7 +5,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.17.3
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -27,9 +27,8 @@
 # come from the shared smoke run, the task may be the offline stand-in, and the new runs go
 # to a temporary directory, cleared first.
 #
-# **Scaled down, to keep the training of this notebook to about 8 minutes on 2 cores at the
-# recipe's speed (the training times printed below come from the runs' records; measured
-# on a loaded CPU, they are longer):**
+# **Scaled down, to keep the training of this notebook to about 5 minutes on 2 cores (the
+# training times printed below come from the runs' records):**
 # exercise 1 fine-tunes the teacher on 32,000 sentences for one epoch instead of all
 # 67,349 for two (one seed); exercise 3 evaluates the classifiers fine-tuned at T = 64 on
 # inputs cut to T = 32 instead of fine-tuning again at T = 32; exercise 4 needs GLUE's MRPC
@@ -114,7 +113,7 @@ def fine_tune(model: str, seed: int, overrides: list, name: str) -> dict:
 # of updates.*
 #
 # **Scaled down.** The whole training set for two epochs is 67,349 × 2 examples, about
-# eight times the laptop recipe's 16,000 × 2; at the teacher's speed that does not fit this
+# four times the laptop recipe's 16,000 × 2; at the teacher's speed that does not fit this
 # notebook. The run below is the next best experiment: **32,000 sentences for one epoch**,
 # exactly the recipe's number of updates ($32{,}000/32 = 16{,}000 \times 2/32 = 1{,}000$),
 # so any difference in dev accuracy comes from seeing twice as many distinct sentences,
@@ -170,16 +169,17 @@ print(f"twice the distinct sentences at the same updates: {gain:+.1f} points (se
 
 # %% [markdown]
 # **Answer.** At the same 1,000 updates, 32,000 sentences seen once give the teacher
-# 79.5 % dev accuracy against 77.3 % for the recipe's 16,000 seen twice (seed 0 both):
-# +2.2 points, a little less than the recipe's seed-to-seed std (2.6 points), so one seed
-# of each suggests, but does not show, that distinct sentences are worth more than a
+# 81.7 % dev accuracy against 79.2 % for the recipe's 16,000 seen twice (seed 0 both):
+# +2.4 points, 1.7 times the recipe's seed-to-seed std (1.4 points) but only 1.2 times
+# the std of a difference of two single seeds (√2 · 1.4 ≈ 2.0 points), so one seed of
+# each suggests, but does not show, that distinct sentences are worth more than a
 # second pass. SST-2's training rows are phrases of the same sentences, so a larger
 # subsample adds new sentences' vocabulary and polarity, not just more phrases.
 # `docs/laptop_recipe.md` records one earlier run on the whole set: 81.9 % after one epoch
-# (seed 0), about five points above the recipe's teacher mean. What the subsample saves is
+# (seed 0), about three points above the recipe's teacher mean (78.7 %). What the subsample saves is
 # the time: the whole training set for two epochs is the last two rows of the table,
 # extrapolated at the measured rates of the new run and of the recipe's (they differ
-# because the CPU's load differed), about four times the recipe's 16,000 × 2 and, for
+# because the CPU's load differed), four to five times the recipe's 16,000 × 2 and, for
 # three seeds, more than the whole laptop pipeline's fine-tuning step.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -242,8 +242,9 @@ for rs in runs2.values():
 
 # %% [markdown]
 # **Answer.** On 4,000 sentences **neither student wins**: the no-transfer student is
-# ahead by 0.27 points, 0.17 standard errors, and both sit near 71 %, against PKT's lead of
-# 0.57 points (2.3 s.e.) on the recipe's 16,000 sentences. The earlier finding this
+# ahead by 0.15 points, 0.15 standard errors, and both sit near 72 %; on the recipe's
+# 16,000 sentences PKT leads by 0.50 points, 0.9 s.e., which does not show a winner
+# either. The earlier finding this
 # exercise refers to (the no-transfer student ahead by three points, `docs/laptop_recipe.md`)
 # was made with an earlier teacher and partly at other rates; with the current students at
 # the pipeline's rate it does not reproduce. What does reproduce is the mechanism the hint
@@ -252,8 +253,9 @@ for rs in runs2.values():
 # build its classifier from the task data alone; with 4,000 phrases they build a
 # bag-of-words polarity classifier of about the same quality as the distilled student's.
 # The distilled student starts from features shaped for predicting masked words: they
-# help early (after epoch 1 it is 5.6 points ahead, 66.6 against 61.0 %), but 4,000
-# sentences are too few for that head start to last; with 16,000 it does. So a student
+# help early (after epoch 1 it is 6.8 points ahead, 69.1 against 62.3 %), but 4,000
+# sentences are too few for that head start to last; with 16,000 what is left of it
+# (0.50 points) is within the seeds' noise. So a student
 # that never saw a teacher *can* catch up on little data, because on little data the
 # classifier that data supports is simple enough to learn from scratch.
 
@@ -340,14 +342,15 @@ if "pkt" in DONE:
 # %% [markdown]
 # **Answer.** At T = 32, 249 of the 872 dev sentences (28.6 %) are cut, against 6.5 % of
 # the training phrases (dev holds whole sentences, train mostly phrases). Cutting the dev
-# input costs each classifier (fine-tuned at T = 64) less than a point: from −0.5 (JKT
-# gains) to +0.9 points (AKT), all of it on the cut sentences (an uncut sentence gets the
-# same prediction at T = 32, checked), where accuracy changes by up to three points. So
+# input costs each classifier (fine-tuned at T = 64) less than a point: from 0.3 (the
+# teacher, the BERT baseline) to 0.5 points (PKT, no transfer), all of it on the cut
+# sentences (an uncut sentence gets the same prediction at T = 32, checked), where
+# accuracy falls by 1.2–1.6 points. So
 # the end of a long sentence matters only sometimes, even though an SST-2 verdict often
 # comes last ("..., but it's a bore"). Long sentences are the harder ones at T = 64 too:
-# they are 37 % of PKT's mistakes against 29 % of the dev set. Of PKT's eight most
-# confident mistakes shown, two (the two longest, 45 and 41 tokens) are cut at T = 32, and
-# they stay mistakes. Fine-tuning again at T = 32 would not recover what was cut off; it
+# they are 34 % of PKT's mistakes against 29 % of the dev set. Of PKT's eight most
+# confident mistakes shown, four (the four longer than 32 tokens: 33, 48, 41 and 43) are
+# cut at T = 32, and they stay mistakes. Fine-tuning again at T = 32 would not recover what was cut off; it
 # would shorten every fine-tuning run (the full version: one run per model and seed).
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -448,10 +451,10 @@ assert history["f1"].idxmax() != history["accuracy"].idxmax()
 # ## Summary
 #
 # * **Exercise 1.** At the recipe's 1,000 updates, 32,000 sentences seen once give the
-#   teacher +2.2 points over 16,000 seen twice (one seed each, within the seed std); the
-#   whole set for two epochs costs about four times the recipe's run.
-# * **Exercise 2.** On 4,000 sentences the two students tie (0.17 s.e. apart), where on
-#   16,000 PKT leads by 2.3 s.e.; PKT is ahead after the first epoch, the no-transfer
+#   teacher +2.4 points over 16,000 seen twice (one seed each, 1.2 times the std of such
+#   a difference); the whole set for two epochs costs four to five times the recipe's run.
+# * **Exercise 2.** On 4,000 sentences the two students tie (0.15 s.e. apart), and on
+#   16,000 PKT leads by only 0.9 s.e.; PKT is ahead after the first epoch, the no-transfer
 #   student catches up, since 4,000 sentences support only a simple classifier.
 # * **Exercise 3.** T = 32 cuts 28.6 % of the dev sentences and 6.5 % of the training
 #   phrases; it costs under a point of dev accuracy, all on the cut sentences.

@@ -5,7 +5,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.17.3
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -44,12 +44,16 @@ import dataclasses
 import io
 import json
 import tempfile
+import warnings
 from pathlib import Path
 from unittest import mock
 
 import numpy as np
 import pandas as pd
 import tensorflow as tf
+
+# tensorflow_hub imports pkg_resources, which setuptools >= 80 marks deprecated on import
+warnings.filterwarnings("ignore", "pkg_resources is deprecated", UserWarning)
 import tensorflow_hub as hub
 import tf_keras
 from IPython.display import display

@@ -214,8 +214,8 @@ assert step["bounded mask"] < 10.0 and spans.max() < step["−1e9 mask"] / 1e4
 assert runtime.fast_mode() or unbounded["accuracy"] < VARIANTS["int8"]["accuracy"] - 0.05
 
 # %% [markdown]
-# **Answer.** With the model's own −1e9 mask, full int8 falls about 26 points below
-# Keras (table), to about 53%: it answers class 0 for almost every dev sentence (the
+# **Answer.** With the model's own −1e9 mask, full int8 falls about 30 points below
+# Keras (table), to about 51%: it answers class 0 for almost every dev sentence (the
 # shares printed above), so its accuracy is little more than the share of class-0
 # sentences. The bounded-mask export of the `tflite` step, calibrated on the same 200
 # sentences, matches Keras. The −1e9 file says why: its largest activation step is
@@ -370,15 +370,15 @@ for m in PAIR:
 # width 768, so it has a third of BERT_BASE's $T^2$ work but only a quarter of its linear
 # work. Its FLOPs therefore grow by the larger factor, and the FLOP ratio BERT_BASE /
 # MobileBERT falls from 4.15 to 4.03, by about 3%; for very long inputs it would tend to
-# the ratio of the $T^2$ terms, 3×. The measurement: each model's latency grew about as
-# much as its FLOPs (figure `figures/09_solutions_seq_length.png`), MobileBERT's a little
-# less, because its narrow matmuls ran slightly faster on 512 rows than on 128 while
-# BERT_BASE already ran at the same rate (GFLOP/s, second table: all four cases near the
-# same value). The latency ratio therefore stayed at about 4.0 in all three rounds
-# (changes within ±1%, round table) instead of falling the 3% the FLOPs predict. So on
+# the ratio of the $T^2$ terms, 3×. The measurement: each model's latency grew a little
+# less than its FLOPs (figure `figures/09_solutions_seq_length.png`), both by about the
+# same margin, because both ran slightly faster on 512 rows than on 128 (GFLOP/s,
+# second table: all four cases between 103 and 106). MobileBERT's latency grew more than
+# BERT_BASE's in every round, so the latency ratio fell in all three rounds, from about
+# 4.1 to 4.0, by 1.0–3.3% (round table), in line with the 3% the FLOPs predict. So on
 # the CPU printed in the first cell MobileBERT is still about 4× faster than BERT_BASE
-# at T = 512; by FLOPs its advantage shrinks slowly with length, because attention is a
-# larger part of its small budget.
+# at T = 512; its advantage shrinks slowly with length, because attention is a larger
+# part of its small budget.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Exercise 3 · NoNorm folded into the next dense layer
@@ -555,17 +555,17 @@ assert abs(np.mean(right_few) - few["accuracy"]) < 1e-12
 
 # %% [markdown]
 # **Answer.** Accuracy does not move measurably: with 10 sentences the int8 student gets
-# a few more dev sentences right than with 200 (first table), but the two models differ
+# one dev sentence fewer right than with 200 (first table), and the two models differ
 # on only the handful of sentences printed, a difference far inside one standard error
-# (1.4 points). The logits do move: the largest logit error against Keras is about five
+# (1.3 points). The logits do move: the largest logit error against Keras is about three
 # times larger with 10 sentences. The ranges show why. Each calibrated range is the
 # min/max over the calibration sentences; 10 sentences see fewer extreme activations,
 # so about three quarters of the activation tensors get a narrower range, typically
-# about 0.7 of the 200-sentence width (histogram, `figures/09_solutions_calibration_ranges.png`),
+# about 0.77 of the 200-sentence width (histogram, `figures/09_solutions_calibration_ranges.png`),
 # and int8 clips every value beyond it to the range's end. The float probe shows that
 # such values are rare (at most a few in ten thousand dev values fall outside the
 # 10-sentence ranges, practically none outside the 200-sentence ones) but they are the
-# largest ones (block 2's scores reach about 79 in the 200 sentences, 26 in the first
+# largest ones (block 2's scores reach about 33 in the 200 sentences, 22.5 in the first
 # 10); clipping them distorts exactly the strongest attention and the largest hidden
 # values, which shows in the logits first. A narrower
 # range also has a finer step, which is one reason accuracy survives here. With so few
@@ -580,8 +580,8 @@ assert abs(np.mean(right_few) - few["accuracy"]) < 1e-12
 #    near chance; the bounded mask (c = 20) keeps int8 at Keras' accuracy.
 # 2. From T = 128 to 512 the attention's T² work grows 16× against 4× for the rest;
 #    MobileBERT's FLOPs grow a little faster, so the BERT_BASE / MobileBERT FLOP ratio
-#    falls by about 3% (4.15 → 4.03). Measured, the latency ratio stayed at about 4.0
-#    (within ±1% in each round): still about 4× at T = 512.
+#    falls by about 3% (4.15 → 4.03). Measured, the latency ratio fell by 1–3% in each
+#    round (about 4.1 → 4.0): still about 4× at T = 512.
 # 3. The converter folds NoNorm's γ into the next kernel and β into its bias: the stored
 #    int8 kernel is exactly `quantize_weights(diag(γ) W)`.
 # 4. 10 calibration sentences narrow most activation ranges and clip more dev values;
