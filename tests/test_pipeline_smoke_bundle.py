@@ -182,7 +182,7 @@ def test_steps_made_with_other_settings_are_not_installed(source, bundle, tmp_pa
 def test_a_bundle_over_the_limit_leaves_no_file(source, tmp_path):
     out = tmp_path / "small.tar.xz"
     with pytest.raises(BundleError, match="over the"):
-        write_bundle(source, out, max_bytes=1000, log=quiet)
+        write_bundle(source, out, records=RECORDS, max_bytes=1000, log=quiet)
     assert list(tmp_path.iterdir()) == []
 
 
