@@ -55,8 +55,7 @@ from IPython.display import display
 from mbert_lib import paper, runtime
 from mbert_lib.distill.analysis import learning_rate_budget
 from mbert_lib.distill.trainer import read_run
-from mbert_lib.pipeline import ensure, notebook_context
-from mbert_lib.pipeline.bundle import BUNDLE_STEPS, RECORD_STEPS
+from mbert_lib.pipeline import ensure, install_bundle, notebook_context
 from mbert_lib.pipeline.core import read_record
 from mbert_lib.pipeline.eta import reference_seconds
 from mbert_lib.viz import transfer as transfer_viz
@@ -75,11 +74,12 @@ print("fast mode:", runtime.fast_mode())
 # Tables 8 and 9 and are optional steps. This notebook reads only their records (held-out
 # metrics, stage plans, fine-tuned accuracies), never their weights, so
 # `bundles/laptop.tar.xz` ships those records: on a fresh checkout (with
-# `MBERT_DATA_DIR` set, the data they were trained on) `ensure` installs them and trains
-# nothing. They are the laptop run's own records, made by the training this notebook
-# describes; a step that reads a row's model (fine-tuning it, say) trains that row first.
-# Without the bundle `ensure` trains what is missing (the cell before it says how long;
-# the minutes each took are in the table).
+# `MBERT_DATA_DIR` set, the data they were trained on) the next cell installs them
+# (`install_bundle`) and nothing is trained. They are the laptop run's own records, made
+# by the training this notebook describes; a step that reads a row's model (fine-tuning
+# it, say) trains that row first. Without a bundle this run can use, `ensure` trains
+# what is missing (the next cell says how long first; the minutes each took are in the
+# table).
 
 # %%
 ROWS = {   # step -> (table, row label as in the paper)
@@ -91,8 +91,8 @@ ROWS = {   # step -> (table, row label as in the paper)
     "ablation_fmt_at": ("extra", "FMT+AT, no PD"),
 }
 ctx = notebook_context()
-bundled = {*BUNDLE_STEPS, *RECORD_STEPS} if ctx.bundle else set()   # installed, not trained
-pending = [s for s in ROWS if s not in bundled and read_record(ctx.step_dir(s)) is None]
+install_bundle(ctx)      # the laptop run's records of these rows, if the bundle fits this run
+pending = [s for s in ("teacher", *ROWS) if read_record(ctx.step_dir(s)) is None]
 minutes = sum(reference_seconds(ctx.preset).get(s, 0.0) for s in pending) / 60
 if minutes > 10:
     print(f"not run yet: {', '.join(pending)}; the next cell trains them, about {minutes:.0f} "

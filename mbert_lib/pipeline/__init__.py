@@ -90,16 +90,22 @@ def notebook_context(log=repo_relative_print) -> Context:
     return ctx
 
 
-def ensure(names: Sequence[str], ctx: Context) -> dict:
-    """Runs the named steps (and what they need) unless done; {name: result}. With a
-    bundle in ctx (a notebook's full run, pipeline/bundle.py), its trained steps are
-    installed first instead of trained."""
+def install_bundle(ctx: Context) -> None:
+    """Installs the steps of ctx's bundle (a notebook's full run, pipeline/bundle.py) that
+    are not done yet; a bundle this run cannot use (e.g. other data) is dropped from ctx,
+    saying why, and its steps are left to be trained."""
     if ctx.bundle is not None:
         try:
             bundle.install(ctx.bundle, ctx)
-        except bundle.BundleError as e:  # e.g. other data: train instead, and say why
+        except bundle.BundleError as e:
             ctx.log(f"not using the bundle: {e}")
             ctx.bundle = None
+
+
+def ensure(names: Sequence[str], ctx: Context) -> dict:
+    """Runs the named steps (and what they need) unless done; {name: result}. With a
+    bundle in ctx, its steps are installed first instead of trained (install_bundle)."""
+    install_bundle(ctx)
     run_steps(STEPS, ctx, only=names)
     return {name: ctx.result(name) for name in names}
 
@@ -113,6 +119,7 @@ __all__ = [
     "STEPS",
     "Step",
     "ensure",
+    "install_bundle",
     "fast_run_dir",
     "make_context",
     "notebook_context",
