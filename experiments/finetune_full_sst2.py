@@ -7,8 +7,8 @@ length-grouped batches (`trainer.length_pool=16`), at `--learning_rate`, for eac
 of `--seeds`. A run already finished in `--out` is read, not redone (the
 trainer's own check), so a killed grid resumes. The JSON holds each run's dev
 accuracy, steps and seconds, each model's mean ± std, and the differences
-teacher − pkt, pkt − no_transfer and teacher − no_transfer with their standard
-errors (mbert_lib.seed_contrast).
+teacher − pkt, pkt − no_transfer and teacher − no_transfer paired by fine-tuning
+seed, with their 95 % confidence intervals and verdicts (mbert_lib.paired).
 
     python experiments/finetune_full_sst2.py --data-dir ../shared/data \
         --json results/finetune_full_sst2.json
@@ -29,7 +29,7 @@ from mbert_lib.bench.hardware import cpu_info, describe
 from mbert_lib.experiment import load_experiment
 from mbert_lib.finetune.experiment import FinetuneExperiment
 from mbert_lib.finetune.trainer import run_finetuning
-from mbert_lib.seed_contrast import contrast, verdict
+from mbert_lib.paired import paired_difference
 from mbert_lib.strict_json import dumps
 
 CONFIG_FILE = "experiments/finetune_sst2_laptop.yaml"
@@ -73,8 +73,7 @@ def main(argv=None) -> None:
     differences = {}
     for a, b in PAIRS:
         if a in accuracy and b in accuracy:
-            d, se = contrast({a: 1.0, b: -1.0}, accuracy)
-            differences[f"{a} - {b}"] = {"difference": d, "se": se, "verdict": verdict(d, se)}
+            differences[f"{a} - {b}"] = paired_difference(accuracy[a], accuracy[b]).to_dict()
     record = {
         "hardware": cpu_info(),
         "hardware_text": describe(),
@@ -92,7 +91,7 @@ def main(argv=None) -> None:
     for m, s in record["models"].items():
         print(f"{m:12s} {s['mean']:.2f} ± {s['std']:.2f}  {[round(v, 2) for v in s['values']]}")
     for name, d in differences.items():
-        print(f"{name}: {d['difference']:+.2f} ± {d['se']:.2f} ({d['verdict']})")
+        print(f"{name}: {d['mean']:+.2f} [{d['low']:+.2f}, {d['high']:+.2f}] ({d['verdict']})")
 
 
 if __name__ == "__main__":

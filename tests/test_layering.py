@@ -23,11 +23,11 @@ ROOT = REPO_ROOT / "mbert_lib"
 LAYERS = (
     {
         "atomic",
+        "paired",
         "paper",
         "quiet_start",
         "run_lock",
         "runtime",
-        "seed_contrast",
         "step_records",
         "strict_json",
     },  # no mbert_lib imports

@@ -18,8 +18,8 @@ import pandas as pd
 import yaml
 
 from mbert_lib.data.glue import GlueExample
+from mbert_lib.paired import paired_difference
 from mbert_lib.paper import PaperValue
-from mbert_lib.seed_contrast import contrast, verdict
 
 
 def mean_std_text(mean: float, std: float | None, scale: float = 100.0) -> str:
@@ -74,12 +74,13 @@ def results_table(
 def aim_check(
     result: Mapping, student: str = "pkt", teacher: str = "teacher", baseline: str = "no_transfer"
 ) -> dict:
-    """Does the order teacher > student > baseline hold, each gap more than twice its
-    standard error over the fine-tuning seeds (`mbert_lib.seed_contrast`)?
+    """Does the order teacher > student > baseline hold, each model beating the next over
+    the same fine-tuning seeds (`mbert_lib.paired`: seed i of one model against seed i of
+    the other, its 95 % CI above zero)?
     {"status": "met" | "not met" | "cannot check", "text", "gap_to_teacher",
-    "lead_over_baseline", "gaps": {"teacher − pkt": {"points", "se", "verdict"}, ...}}
+    "lead_over_baseline", "gaps": {"teacher − pkt": PairedDifference.to_dict() in points}}
     (gap_to_teacher = teacher − student and lead_over_baseline = student − baseline, as
-    fractions; points and se in percentage points)."""
+    fractions of the means)."""
     models = result["models"]
     missing = [m for m in (student, teacher, baseline) if models.get(m, {}).get("status") != "done"]
     if missing:
@@ -88,23 +89,26 @@ def aim_check(
             "text": f"cannot check the aim: no fine-tuning results for {missing}",
         }
     values = {m: [100 * v for v in models[m]["values"]] for m in (student, teacher, baseline)}
-    gaps = {}
-    for high, low in ((teacher, student), (student, baseline)):
-        d, se = contrast({high: 1, low: -1}, values)
-        gaps[f"{high} − {low}"] = {"points": d, "se": se, "verdict": verdict(d, se)}
-    met = all(g["verdict"] == "shown" for g in gaps.values())
-    text = "; ".join(
-        f"{name} = {g['points']:+.1f} ± {g['se']:.1f} points (s.e.): {g['verdict']}"
-        for name, g in gaps.items()
-    )
+    n = min(len(v) for v in values.values())
+    if n < 2:
+        return {
+            "status": "cannot check",
+            "text": f"cannot check the aim: {n} fine-tuning seed(s) per model; pairing needs 2",
+        }
+    gaps = {
+        f"{high} − {low}": paired_difference(values[high][:n], values[low][:n])
+        for high, low in ((teacher, student), (student, baseline))
+    }
+    met = all(g.verdict == "beats" for g in gaps.values())
+    text = "; ".join(f"{name} = {g.describe(digits=1)} points" for name, g in gaps.items())
     text += (
-        f". Aim ({teacher} > {student} > {baseline}, each gap above 2 s.e.): "
-        f"{'met' if met else 'NOT met'}"
+        f". Aim ({teacher} > {student} > {baseline}, each beating the next over the same "
+        f"seeds): {'met' if met else 'NOT met'}"
     )
     return {
         "status": "met" if met else "not met",
         "text": text,
-        "gaps": gaps,
+        "gaps": {name: g.to_dict() for name, g in gaps.items()},
         "gap_to_teacher": models[teacher]["mean"] - models[student]["mean"],
         "lead_over_baseline": models[student]["mean"] - models[baseline]["mean"],
     }

@@ -224,13 +224,15 @@ def _findings(records: Records) -> str:
     n = sorted({len(e["seeds"]) for e in seeds["rows"].values()})
     return "\n\n".join(
         [
-            f"Each paper finding as differences of row means over {'/'.join(map(str, n))} "
-            "pre-training seeds (`mbert_lib/tables/tables8_9_transfer.py`): ours in percentage "
-            "points with its standard error; a comparison is *shown* when it is more than twice "
-            "its standard error above zero, and a finding is reproduced when all of its "
-            "comparisons are. Our +PD is compared with the row above it (no transfer with the "
-            "copied embedding and MLM head), so each gain is that of one change; the paper's "
-            "column compares its own rows.",
+            f"Each paper finding as differences of rows paired by pre-training seed over "
+            f"{'/'.join(map(str, n))} seeds (`mbert_lib/tables/tables8_9_transfer.py`, "
+            "`mbert_lib/paired.py`): ours in percentage points with its standard error and "
+            "95 % confidence interval; a comparison *beats* zero when the interval lies above "
+            "it, and a finding is reproduced when all of its deciding comparisons do. Our +PD "
+            "is decided against the row above it (no transfer with the copied embedding and "
+            "MLM head), so each gain is that of one change; the paper's pairing (+PD against "
+            "no transfer, which also gains the copy) is shown beside it, `decides` False. The "
+            "paper's column compares its own rows.",
             table(frame.round(2)),
         ]
     )

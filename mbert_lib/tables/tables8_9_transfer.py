@@ -7,14 +7,14 @@ rows over pre-training seeds. Accuracies are in %.
               FMT contributes most        FMT's gain − PD's > 0 and FMT's gain − AT's > 0
               AT helps                    +PD+FMT+AT − +PD+FMT > 0
 
-Each comparison is a linear combination of row means (`mbert_lib.seed_contrast`),
-on held-out MLM accuracy and on the fine-tuned dev accuracy of the
-distill_seeds step (one fine-tuning run per pre-training seed). A finding is
-"reproduced" on a metric when every one of its comparisons is more than twice
-its standard error above zero. Our +PD row's row above is `ablation_copy`
-(the no-transfer student with the teacher's embedding and MLM head, which +PD
-also has), so each gain is that of one change; the paper's column compares
-its own rows (+PD against no transfer), in MNLI-m dev points.
+Each comparison is a linear combination of rows paired seed by seed
+(`mbert_lib.paired`: pre-training seed i of every row), on held-out MLM accuracy and on
+the fine-tuned dev accuracy of the distill_seeds step (one fine-tuning run per
+pre-training seed). A finding is "reproduced" on a metric when every one of its
+comparisons "beats" zero: its 95 % confidence interval lies above it. Our +PD row's row
+above is `ablation_copy` (the no-transfer student with the teacher's embedding and MLM
+head, which +PD also has), so each gain is that of one change; the paper's column
+compares its own rows (+PD against no transfer), in MNLI-m dev points.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import pandas as pd
 
 from mbert_lib import paper
 from mbert_lib.finetune.search import mean_std
-from mbert_lib.seed_contrast import contrast, verdict
+from mbert_lib.paired import paired_contrast
 from mbert_lib.step_records import Records, result
 from mbert_lib.tables.sst2_finetuning import pm, sst2_cell
 
@@ -132,6 +132,8 @@ def ranking(
 
 
 # finding -> [(comparison, our coefficients per step, the paper's per (table, row))]
+# A finding is reproduced when each of its comparisons beats zero; SHOWN_BESIDE holds
+# comparisons printed next to a finding that do not decide it.
 FINDINGS = {
     "PKT > JKT > AKT (Table 8)": [
         ("PKT − JKT", {"pkt": 1, "jkt": -1}, {("8", "PKT"): 1, ("8", "JKT"): -1}),
@@ -164,6 +166,15 @@ FINDINGS = {
         )
     ],
 }
+SHOWN_BESIDE = {
+    "PD helps (Table 9)": [
+        (
+            "+PD − no transfer (the paper's pairing; copy and PD together)",
+            {"ablation_pd": 1, "no_transfer": -1},
+            {("9", "+PD"): 1, ("9", "no transfer"): -1},
+        )
+    ],
+}
 METRICS = {
     "held-out MLM acc": lambda entry: entry["mlm_accuracy"]["values"],
     "fine-tuned dev acc": lambda entry: entry["downstream"],
@@ -179,17 +190,19 @@ def _paper_points(coefficients: Mapping[tuple[str, str], float]) -> float:
 
 def findings_table(seed_rows: Mapping[str, dict]) -> pd.DataFrame | None:
     """One row per comparison: the paper's difference (MNLI-m points), and per metric ours
-    (points, mean over seeds), its standard error and verdict, and the finding's verdict.
+    (points, mean of the paired differences over seeds), its standard error, 95 % CI and
+    verdict (beats / level / behind, `mbert_lib.paired`), and the finding's verdict.
     `seed_rows`: the distill_seeds step's result["rows"]. None without it."""
     if not seed_rows:
         return None
     out = []
     for finding, comparisons in FINDINGS.items():
         rows = []
-        for name, ours, theirs in comparisons:
+        for name, ours, theirs in comparisons + SHOWN_BESIDE.get(finding, []):
             row = {
                 "finding": finding,
                 "comparison": name,
+                "decides": (name, ours, theirs) in comparisons,
                 "paper MNLI-m (points)": _paper_points(theirs),
             }
             for metric, values_of in METRICS.items():
@@ -198,22 +211,24 @@ def findings_table(seed_rows: Mapping[str, dict]) -> pd.DataFrame | None:
                         {
                             f"{metric}: ours (points)": float("nan"),
                             f"{metric}: s.e.": float("nan"),
+                            f"{metric}: 95% CI": "—",
                             f"{metric}: verdict": "row not run",
                         }
                     )
                     continue
                 values = {step: [100 * v for v in values_of(seed_rows[step])] for step in ours}
-                d, se = contrast(ours, values)
+                r = paired_contrast(ours, values)
                 row.update(
                     {
-                        f"{metric}: ours (points)": d,
-                        f"{metric}: s.e.": se,
-                        f"{metric}: verdict": verdict(d, se),
+                        f"{metric}: ours (points)": r.mean,
+                        f"{metric}: s.e.": r.se,
+                        f"{metric}: 95% CI": f"[{r.low:+.2f}, {r.high:+.2f}]",
+                        f"{metric}: verdict": r.verdict,
                     }
                 )
             rows.append(row)
         for metric in METRICS:
-            reproduced = all(r[f"{metric}: verdict"] == "shown" for r in rows)
+            reproduced = all(r[f"{metric}: verdict"] == "beats" for r in rows if r["decides"])
             for r in rows:
                 r[f"{metric}: finding"] = "reproduced" if reproduced else "not reproduced"
         out += rows
