@@ -1,9 +1,12 @@
 """A fine-tuning experiment's data: examples -> encoded train / dev sets -> tf.data batches.
 
-`load_task_data(task_section, tokenizer)` reads the task's train and dev
-splits, checks the labels against the task's classes, encodes them with
-the model's tokenizer (truncation counted) and draws the optional train
-subsample, the same for every fine-tuning seed (`task.data_seed`).
+`load_task_data(task_section, tokenizer, distill_section)` reads the task's train and
+dev splits, checks the labels against the task's classes, encodes them with the
+model's tokenizer (truncation counted; `encode_task`, which runs share) and draws the
+optional train subsample, the label budget, the same for every fine-tuning seed
+(`task.data_seed`; `select_task_data`). With output distillation on, the training
+examples outside the budget follow the labeled ones, with the teacher's targets
+(`mbert_lib.finetune.task_distill`).
 
 `train_batches` yields global batches {input_word_ids, input_mask,
 input_type_ids: [B, T], label: [B]}, a new order every epoch, full batches
@@ -30,7 +33,8 @@ import numpy as np
 import tensorflow as tf
 
 from mbert_lib.data.glue import GlueExample
-from mbert_lib.finetune.features import EncodedExamples, encode_examples
+from mbert_lib.finetune.features import EncodedExamples, concatenate, encode_examples
+from mbert_lib.finetune.task_distill import read_teacher_logits, teacher_targets
 from mbert_lib.finetune.tasks import Task, check_labels, get_task
 from mbert_lib.models import INPUT_NAMES
 
@@ -46,12 +50,18 @@ class TaskData:
     dev_examples: list[GlueExample]  # the texts behind `dev`, in the same order
     train_available: int  # train examples before subsampling
     tokenizer_sha256: str  # the tokenizer that encoded them
+    labeled: int | None = None  # output distillation: the first `labeled` keep their labels
 
     def notes(self) -> list[str]:
+        budget = (
+            f"{len(self.train)} train examples (of {self.train_available})"
+            if self.labeled is None
+            else f"{self.labeled} labeled train examples and {len(self.train) - self.labeled} "
+            "with the teacher's targets"
+        )
         return [
             f"task {self.task.name} ({self.task.description}), source {self.source}: "
-            f"{len(self.train)} train examples (of {self.train_available}), "
-            f"{len(self.dev)} dev examples",
+            f"{budget}, {len(self.dev)} dev examples",
             self.train.truncation_note("train examples"),
             self.dev.truncation_note("dev examples"),
         ]
@@ -63,8 +73,20 @@ def _subsample(n: int, limit, seed: int) -> np.ndarray:
     return np.sort(np.random.default_rng(seed).choice(n, size=limit, replace=False))
 
 
-def load_task_data(section, tokenizer) -> TaskData:
-    """Train and dev sets of `section` (a TaskSection) encoded with `tokenizer`."""
+@dataclasses.dataclass
+class EncodedTask:
+    """Every example of a task's train and dev splits, encoded with one tokenizer."""
+
+    task: Task
+    source: str
+    train: EncodedExamples
+    dev: EncodedExamples
+    dev_examples: list[GlueExample]
+    tokenizer_sha256: str
+
+
+def encode_task(section, tokenizer) -> EncodedTask:
+    """The train and dev splits of `section` (a TaskSection), whole, encoded with `tokenizer`."""
     task = get_task(section.name)
     source = task.resolve_source(section.source, section.data_dir)
 
@@ -74,18 +96,65 @@ def load_task_data(section, tokenizer) -> TaskData:
         check_labels(task, data.labels, f"task {task.name} ({source}) split {split}")
         return examples, data
 
-    train_examples, train = encoded("train")
+    _, train = encoded("train")
     dev_examples, dev = encoded("dev")
-    keep = _subsample(len(dev), section.max_eval_examples, section.data_seed)
+    return EncodedTask(task, source, train, dev, dev_examples, tokenizer.sha256)
+
+
+def select_task_data(encoded: EncodedTask, section, distill=None) -> TaskData:
+    """The run's train and dev sets from a whole encoded task: the label budget
+    (section.max_train_examples, drawn with section.data_seed), and with `distill` (a
+    TaskDistillSection) whose teacher_logits are set, the rest of the training split as
+    the transfer set, after the labeled examples."""
+    n = len(encoded.train)
+    labeled = _subsample(n, section.max_train_examples, section.data_seed)
+    keep = _subsample(len(encoded.dev), section.max_eval_examples, section.data_seed)
+    train, count = encoded.train.subset(labeled), None
+    if distill is not None and distill.teacher_logits:
+        if encoded.task.is_regression:
+            raise ValueError(f"distill: task {encoded.task.name} is a regression; no classes")
+        logits = read_teacher_logits(
+            distill.teacher_logits,
+            encoded.task.name,
+            n,
+            encoded.task.num_classes,
+            encoded.tokenizer_sha256,
+        )
+        rest = np.setdiff1d(np.arange(n), labeled)
+        if len(rest) == 0:
+            raise ValueError(
+                "distill.teacher_logits is set but every training example keeps its label: "
+                "set task.max_train_examples below the training set's size "
+                f"({n}) to leave a transfer set"
+            )
+        q, tau = teacher_targets(logits[rest], distill.temperature, distill.targets)
+        classes = encoded.task.num_classes
+        own = np.eye(classes, dtype=np.float32)[train.labels]
+        transfer = encoded.train.subset(rest)
+        transfer = dataclasses.replace(transfer, labels=np.argmax(q, -1).astype(np.int32))
+        train = concatenate(
+            [
+                train.with_targets(own, np.ones(len(train), np.float32)),
+                transfer.with_targets(q, tau),
+            ]
+        )
+        count = len(labeled)
     return TaskData(
-        task,
-        source,
-        train.subset(_subsample(len(train), section.max_train_examples, section.data_seed)),
-        dev.subset(keep),
-        [dev_examples[i] for i in keep],
-        len(train_examples),
-        tokenizer.sha256,
+        encoded.task,
+        encoded.source,
+        train,
+        encoded.dev.subset(keep),
+        [encoded.dev_examples[i] for i in keep],
+        n,
+        encoded.tokenizer_sha256,
+        count,
     )
+
+
+def load_task_data(section, tokenizer, distill=None) -> TaskData:
+    """Train and dev sets of `section` (a TaskSection) encoded with `tokenizer`; see
+    `select_task_data` for `distill`."""
+    return select_task_data(encode_task(section, tokenizer), section, distill)
 
 
 PAD_MULTIPLE = 8  # cut lengths are multiples of this: few distinct shapes
@@ -114,13 +183,17 @@ def train_batches(
     if length_pool < 0:
         raise ValueError(f"length_pool must be >= 0 (0: off), got {length_pool}")
     tables = {k: tf.constant(data.features[k]) for k in INPUT_NAMES}
-    labels = tf.constant(data.labels)
+    per_example = {"label": tf.constant(data.labels)}
+    if data.targets is not None:  # output distillation: q [n, C] and τ [n]
+        per_example.update(
+            target=tf.constant(data.targets), temperature=tf.constant(data.temperatures)
+        )
     lengths = tf.reduce_sum(tables["input_mask"], axis=1)  # [n] real tokens, truncated
 
     def gather(indices):
         batch = {
             **{k: tf.gather(v, indices) for k, v in tables.items()},
-            "label": tf.gather(labels, indices),
+            **{k: tf.gather(v, indices) for k, v in per_example.items()},
         }
         if length_pool:
             keep = padded_length(tf.reduce_max(tf.gather(lengths, indices)), data.seq_length)

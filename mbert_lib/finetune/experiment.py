@@ -1,8 +1,12 @@
 """A fine-tuning experiment: yaml -> frozen dataclasses (`experiments/finetune_*.yaml`).
 
-    task:     which task, from which source, sequence length, train subsample
+    task:     which task, from which source, sequence length, train subsample (the label
+              budget)
     model:    the pre-trained model directory to start from, head dropout
-    trainer:  epochs, batch size, AdamW peak learning rate, warmup fraction, seed
+    trainer:  epochs (or a fixed number of steps), batch size, AdamW peak learning rate,
+              warmup fraction, seed
+    distill:  output distillation: the training examples outside the label budget, with a
+              fine-tuned teacher's outputs for labels (mbert_lib.finetune.task_distill)
     runtime:  tf.distribute strategy and precision (mbert_lib.experiment.RuntimeSection)
 
 Loaded with `mbert_lib.experiment.load_experiment(path, overrides, cls=FinetuneExperiment)`;
@@ -12,6 +16,7 @@ unknown keys and wrong types are errors naming the dotted key.
 from __future__ import annotations
 
 import dataclasses
+import math
 
 from mbert_lib.config_tree import check
 from mbert_lib.experiment import (
@@ -56,13 +61,20 @@ class FinetuneModelSection:
 @dataclasses.dataclass(frozen=True)
 class FinetuneTrainerSection(LoopSection):
     """AdamW with linear warmup and linear decay to 0 over all steps (BERT's fine-tuning).
-    `seed` sets the head's initialization, dropout and the example order."""
+    `seed` sets the head's initialization, dropout and the example order.
+
+    By default the run lasts `epochs`, is evaluated after each and keeps the best epoch's
+    model. With `train_steps` set it lasts that many steps whatever the data's size (so
+    that runs on 500 or 67,349 examples make the same number of updates) and is evaluated
+    once, at the end: the model reported is the last one, chosen by nothing on the dev set.
+    """
 
     eval_batch_size: int = 128
     optimizer: OptimizerSection = dataclasses.field(
         default_factory=lambda: OptimizerSection(type="adamw")
     )
     epochs: int = 3
+    train_steps: int | None = None  # None: epochs x steps per epoch, best epoch kept
     learning_rate: float = 1e-4  # peak
     warmup_fraction: float = 0.1  # of all steps
     # 0: random batches at [B, task.seq_length]; k > 0: batches sorted by length within
@@ -72,6 +84,12 @@ class FinetuneTrainerSection(LoopSection):
     def __post_init__(self):
         super().__post_init__()
         check(self.epochs > 0, "trainer.epochs", "> 0", self.epochs)
+        check(
+            self.train_steps is None or self.train_steps > 0,
+            "trainer.train_steps",
+            "> 0 or null (null: epochs)",
+            self.train_steps,
+        )
         check(self.length_pool >= 0, "trainer.length_pool", ">= 0 (0: off)", self.length_pool)
         check(self.learning_rate > 0, "trainer.learning_rate", "> 0", self.learning_rate)
         check(
@@ -91,6 +109,36 @@ class FinetuneTrainerSection(LoopSection):
         )
 
 
+TARGETS = ("soft", "hard")
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskDistillSection:
+    """Output distillation (Hinton et al. 2015; the task stage of TinyBERT and DistilBERT).
+
+    With `teacher_logits` set, every training example outside the label budget
+    (task.max_train_examples) joins the training set without its label: it carries the
+    fine-tuned teacher's output instead, softened by `temperature` ("soft", dark knowledge)
+    or as the teacher's argmax ("hard", pseudo-labels). teacher_logits: a .npy of the
+    teacher's logits [n, C] on every training example of the task in file order, with a
+    sidecar .json naming the task and tokenizer (`mbert_lib.finetune.task_distill`)."""
+
+    teacher_logits: str | None = None  # None: off
+    targets: str = "soft"  # soft | hard
+    temperature: float = 1.0  # τ > 0, for soft targets
+
+    def __post_init__(self):
+        check(self.targets in TARGETS, "distill.targets", f"one of {TARGETS}", self.targets)
+        check(
+            isinstance(self.temperature, int | float)
+            and math.isfinite(self.temperature)
+            and self.temperature > 0,
+            "distill.temperature",
+            "> 0 (τ softens the teacher's distribution; τ = 1 leaves it as it is)",
+            self.temperature,
+        )
+
+
 @dataclasses.dataclass(frozen=True)
 class FinetuneExperiment:
     """A fine-tuning run: `python -m mbert_lib finetune`."""
@@ -99,4 +147,5 @@ class FinetuneExperiment:
     task: TaskSection = dataclasses.field(default_factory=TaskSection)
     model: FinetuneModelSection = dataclasses.field(default_factory=FinetuneModelSection)
     trainer: FinetuneTrainerSection = dataclasses.field(default_factory=FinetuneTrainerSection)
+    distill: TaskDistillSection = dataclasses.field(default_factory=TaskDistillSection)
     runtime: RuntimeSection = dataclasses.field(default_factory=RuntimeSection)

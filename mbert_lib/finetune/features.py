@@ -32,6 +32,10 @@ class EncodedExamples:
     labels: np.ndarray  # [n] int32 class ids, or float32 scores
     lengths: np.ndarray  # [n] tokens with [CLS]/[SEP] before truncation
     seq_length: int
+    # output distillation (mbert_lib.finetune.task_distill): each example's target
+    # distribution q [n, C] and temperature τ [n]; None: the labels are the targets
+    targets: np.ndarray | None = None
+    temperatures: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.labels)
@@ -51,13 +55,45 @@ class EncodedExamples:
         )
 
     def subset(self, indices) -> EncodedExamples:
-        indices = np.asarray(indices)
+        indices = np.asarray(indices, np.int64)
         return EncodedExamples(
             {k: v[indices] for k, v in self.features.items()},
             self.labels[indices],
             self.lengths[indices],
             self.seq_length,
+            None if self.targets is None else self.targets[indices],
+            None if self.temperatures is None else self.temperatures[indices],
         )
+
+    def with_targets(self, targets: np.ndarray, temperatures: np.ndarray) -> EncodedExamples:
+        """The same examples with target distributions q [n, C] and temperatures τ [n]."""
+        if targets.shape[0] != len(self) or temperatures.shape != (len(self),):
+            raise ValueError(
+                f"targets {targets.shape} and temperatures {temperatures.shape} must have one "
+                f"row per example ({len(self)})"
+            )
+        return dataclasses.replace(self, targets=targets, temperatures=temperatures)
+
+
+def concatenate(parts: Sequence[EncodedExamples]) -> EncodedExamples:
+    """The examples of `parts` one after another (all with targets, or none)."""
+    with_targets = {p.targets is not None for p in parts}
+    if len(with_targets) != 1 or len({p.seq_length for p in parts}) != 1:
+        raise ValueError("concatenate: parts must share seq_length and all have targets or none")
+    return EncodedExamples(
+        {k: np.concatenate([p.features[k] for p in parts]) for k in parts[0].features},
+        np.concatenate([p.labels for p in parts]),
+        np.concatenate([p.lengths for p in parts]),
+        parts[0].seq_length,
+        *(
+            (
+                np.concatenate([p.targets for p in parts]),
+                np.concatenate([p.temperatures for p in parts]),
+            )
+            if with_targets == {True}
+            else (None, None)
+        ),
+    )
 
 
 def truncate_pair(a: list[int], b: list[int], max_tokens: int) -> tuple[list[int], list[int]]:

@@ -5,8 +5,11 @@
 distilled student, a converted checkpoint), puts the classification head
 on its pooled output (a fresh head: Classifier in mbert_lib.models), and
 trains all weights with AdamW, linear warmup and linear decay to 0, for
-`trainer.epochs` epochs, evaluating on dev after every epoch. It leaves in
-`model_dir`:
+`trainer.epochs` epochs, evaluating on dev after every epoch (or for
+`trainer.train_steps` steps, evaluated once at the end). With output
+distillation (`distill.teacher_logits`) the training set also holds the
+transfer set with the teacher's targets (mbert_lib.finetune.task_distill).
+It leaves in `model_dir`:
 
     experiment.yaml        the run's config (a different run in the same dir is refused)
     history.json           dev metrics after every epoch (mbert_lib.finetune.best)
@@ -22,7 +25,6 @@ checkpoints are deleted once the best classifier is exported.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import time
@@ -38,11 +40,17 @@ from mbert_lib.checkpoints import (
     save_model_dir,
     write_model_files,
 )
-from mbert_lib.config_tree import to_dict
 from mbert_lib.data.pipeline import check_model_compatibility
 from mbert_lib.data.tokenizer import load_tokenizer, save_tokenizer
 from mbert_lib.finetune.best import BEST_DIR, BestKeeper
-from mbert_lib.finetune.data import TaskData, load_task_data, steps_per_epoch, train_batches
+from mbert_lib.finetune.data import (
+    TaskData,
+    encode_task,
+    load_task_data,
+    select_task_data,
+    steps_per_epoch,
+    train_batches,
+)
 from mbert_lib.finetune.evaluate import evaluate, make_predictor
 from mbert_lib.finetune.experiment import FinetuneExperiment
 from mbert_lib.finetune.objective import ClassificationObjective
@@ -74,16 +82,18 @@ def model_tokenizer(experiment: FinetuneExperiment, config):
 
 
 def cached_task_data(experiment: FinetuneExperiment, cache: dict) -> TaskData:
-    """The experiment's task data, from `cache` (a dict kept across runs) when there.
+    """The experiment's task data, encoded from `cache` (a dict kept across runs) when there.
 
-    Runs with the same task section and the same tokenizer (seeds, learning
-    rates, models pre-trained on one vocabulary) share one encoded copy.
+    Runs of one task with the same tokenizer (seeds, learning rates, label budgets,
+    models pre-trained on one vocabulary) share one encoded copy of its splits; each
+    run draws its own subsample and transfer set from it.
     """
     tokenizer = model_tokenizer(experiment, load_config(experiment.model.init_checkpoint))
-    key = (tokenizer.sha256, json.dumps(to_dict(experiment.task), sort_keys=True))
+    task = experiment.task
+    key = (tokenizer.sha256, task.name, task.source, task.data_dir, task.seq_length)
     if key not in cache:
-        cache[key] = load_task_data(experiment.task, tokenizer)
-    return cache[key]
+        cache[key] = encode_task(task, tokenizer)
+    return select_task_data(cache[key], task, experiment.distill)
 
 
 def run_finetuning(
@@ -131,7 +141,7 @@ def run_finetuning(
         )
     tokenizer = model_tokenizer(experiment, config)
     if data is None:
-        data = load_task_data(experiment.task, tokenizer)
+        data = load_task_data(experiment.task, tokenizer, experiment.distill)
     elif data.tokenizer_sha256 != tokenizer.sha256:
         raise ValueError(
             f"the task data given was encoded with another tokenizer than "
@@ -149,7 +159,7 @@ def run_finetuning(
             f"trainer.batch_size ({trainer.batch_size}) must be a multiple of the "
             f"number of replicas ({strategy.num_replicas_in_sync})"
         )
-    train_steps = trainer.epochs * per_epoch
+    train_steps = trainer.train_steps or trainer.epochs * per_epoch
     with writing_run(experiment, model_dir):
         return _train(
             experiment,
@@ -251,7 +261,8 @@ def _train(
             per_step=trainer.batch_size,  # examples: length_pool cuts batches below T
             unit="examples",
             log_interval=trainer.log_interval,
-            eval_interval=per_epoch,
+            # with trainer.train_steps: one evaluation, at the end (the last model is kept)
+            eval_interval=train_steps if trainer.train_steps else per_epoch,
             desc=f"finetune {task.name}",
             show_progress=show_progress,
         ),

@@ -38,6 +38,21 @@ def evaluate_pretrainer(model, examples: Mapping[str, np.ndarray], batch_size: i
     return evaluate()
 
 
+def mlm_correct(model, batches) -> np.ndarray:
+    """Whether `model` (a Pretrainer) gets each real MLM target right, dropout off: a bool
+    array over every target of `batches` in order (weight-0 slots left out), so that two
+    models read on the same batches pair target by target (`mbert_lib.paired`)."""
+    hits = []
+    for batch in batches:
+        logits = model(model_inputs(batch), training=False)["mlm_logits"]  # [B, P, V]
+        guess = tf.argmax(logits, axis=-1, output_type=tf.int32).numpy()
+        real = batch["masked_lm_weights"].numpy() > 0  # [B, P]
+        hits.append((guess == batch["masked_lm_ids"].numpy())[real])
+    if not hits:
+        raise ValueError("no batches to evaluate")
+    return np.concatenate(hits)
+
+
 def fill_masks(
     model, examples: Mapping[str, np.ndarray], index: int, tokenizer, top_k: int = 3
 ) -> pd.DataFrame:
