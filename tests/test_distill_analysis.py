@@ -5,6 +5,8 @@ import numpy as np
 import pandas as pd
 import pytest
 import tensorflow as tf
+from scipy.spatial.distance import jensenshannon
+from scipy.stats import entropy
 
 import mbert_lib  # noqa: F401  (selects tf-keras before TF is imported)
 from mbert_lib.distill import analysis
@@ -180,3 +182,29 @@ def test_learning_rate_budget_sums_each_blocks_rates_over_the_stages():
     aux_sum = sum(0.02 * t / 4 if t < 4 else 0.02 * (1 - t / 50) for t in range(50))
     np.testing.assert_allclose(got["layer-wise"], [aux_sum] * 3, rtol=1e-5)
     np.testing.assert_allclose(got["PD only"], [0.0] * 3)
+
+
+def _rows(rng, shape):
+    x = rng.random(shape) ** 4  # peaked rows
+    return x / x.sum(-1, keepdims=True)
+
+
+def test_attention_distances_against_scipy_on_the_real_rows():
+    rng = np.random.default_rng(0)
+    p, q = _rows(rng, (2, 3, 5, 5)), _rows(rng, (2, 3, 5, 5))
+    q[0, 0, 0] = [1.0, 0, 0, 0, 0]  # exact zeros: JS and TV stay finite
+    mask = np.array([[1, 1, 1, 1, 0], [1, 1, 1, 0, 0]])
+    real = [(b, n, i) for b in range(2) for n in range(3) for i in range(5) if mask[b, i]]
+    js = np.mean([jensenshannon(p[r], q[r]) ** 2 for r in real])
+    tv = np.mean([0.5 * np.abs(p[r] - q[r]).sum() for r in real])
+    kl = np.mean([entropy(p[r], np.maximum(q[r], 1e-9)) for r in real])
+    assert analysis.attention_distance(p, q, mask, "js") == pytest.approx(js, rel=1e-9)
+    assert analysis.attention_distance(p, q, mask, "tv") == pytest.approx(tv, rel=1e-9)
+    assert analysis.attention_distance(p, q, mask, "kl") == pytest.approx(kl, rel=1e-9)
+    assert analysis.attention_distance(p, p, mask, "js") == pytest.approx(0.0, abs=1e-12)
+    disjoint_p, disjoint_q = np.eye(5)[None, None], np.roll(np.eye(5), 1, -1)[None, None]
+    assert analysis.attention_distance(disjoint_p, disjoint_q, np.ones((1, 5)), "js") == (
+        pytest.approx(np.log(2))
+    )
+    with pytest.raises(ValueError, match="one of"):
+        analysis.attention_distance(p, q, mask, "hellinger")

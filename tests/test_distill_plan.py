@@ -128,6 +128,19 @@ def test_none_is_pd_alone_and_ablations_drop_terms():
         stages("none", **{"pretrain.steps": 0})
 
 
+def test_pd_may_keep_every_layers_attention_transfer():
+    plain, kept = (
+        stages("progressive"),
+        stages("progressive", **{"pretrain.attention_transfer": "true"}),
+    )
+    assert plain[-1].transfer_layers == () and not plain[-1].use_attention
+    pd = kept[-1]
+    assert pd.name == "pd" and pd.use_pd and pd.transfer_layers == (0, 1, 2)
+    assert pd.use_attention and not pd.use_fmt and pd.rates == plain[-1].rates
+    assert [s.transfer_stage for s in kept] == [True, True, True, False]
+    assert pd.describe() == "pd: AT + PD of layer(s) [0, 1, 2], 4 steps"
+
+
 def test_stage_variables_cover_exactly_the_groups_at_their_rates():
     config = m.get_preset("tiny_student").replace(vocab_size=40, num_hidden_layers=3)
     student = m.build_pretrainer(config)

@@ -34,6 +34,14 @@ def add_arguments(parser) -> None:
         "distill_seeds; the run lists them at its end)",
     )
     parser.add_argument(
+        "--teacher",
+        default=None,
+        choices=["shipped", "trained"],
+        help="shipped: the teacher in teachers/laptop_ibbert, pre-trained for hours, "
+        "with its own vocabulary; trained: pre-train one in the run (the preset's "
+        "teacher step); default: the preset's (shipped)",
+    )
+    parser.add_argument(
         "--mixed_precision",
         default="float32",
         choices=["float32", "bfloat16"],
@@ -56,13 +64,18 @@ def run(args) -> int:
             raise CommandError("--steps names no step (leave it out to run every step)")
     try:
         ctx = make_context(
-            args.preset, args.out, args.data_dir, mixed_precision=args.mixed_precision
+            args.preset,
+            args.out,
+            args.data_dir,
+            mixed_precision=args.mixed_precision,
+            teacher=args.teacher,
         )
     except ValueError as e:
         raise CommandError(str(e)) from None
     ctx.log(
         f"reproduce: preset {args.preset}, output {ctx.out_dir}, data "
-        f"{ctx.data_dir or 'builtin (offline default)'}"
+        f"{ctx.data_dir or 'builtin (offline default)'}, teacher "
+        f"{ctx.settings['teacher']['source']}"
         + (f", {args.mixed_precision}" if args.mixed_precision != "float32" else "")
     )
     records: list[dict] = []

@@ -166,6 +166,42 @@ def attention_kl_per_head(teacher_probs, student_probs, mask) -> np.ndarray:
     )
 
 
+DISTANCES = ("js", "tv", "kl")
+KL_FLOOR = 1e-9
+
+
+def attention_distance(teacher_probs, student_probs, mask, kind: str = "js") -> float:
+    """Mean over heads and real query rows of a distance between two attention maps.
+
+    teacher_probs / student_probs: [B, N, T, T] (rows: distributions over keys); mask [B, T].
+
+        js   Jensen-Shannon divergence ½ KL(p ‖ m) + ½ KL(q ‖ m), m = (p + q) / 2, in nats:
+             finite and at most ln 2 ≈ 0.693 whatever the zeros
+        tv   total variation ½ Σ_j |p_j − q_j|, in [0, 1]: the probability mass the two put
+             on different keys
+        kl   KL(p ‖ q), what attention transfer minimises (eq. 2); infinite where the student
+             gives a key the teacher attends to zero probability, so q is floored at 1e-9
+             (a float32 softmax underflows to exactly 0 once a row's scores span ~100)
+    """
+    p = np.asarray(teacher_probs, np.float64)
+    q = np.asarray(student_probs, np.float64)
+    real = np.broadcast_to(np.asarray(mask, bool)[:, None, :], p.shape[:3])  # [B, N, T]
+
+    def kl(a, b):  # Σ_j a_j log(a_j / b_j), 0 log 0 = 0
+        return (a * (np.log(np.where(a > 0, a, 1.0)) - np.log(np.where(a > 0, b, 1.0)))).sum(-1)
+
+    if kind == "js":
+        m = (p + q) / 2
+        per_row = 0.5 * kl(p, m) + 0.5 * kl(q, m)
+    elif kind == "tv":
+        per_row = 0.5 * np.abs(p - q).sum(-1)
+    elif kind == "kl":
+        per_row = kl(p, np.maximum(q, KL_FLOOR))
+    else:
+        raise ValueError(f"attention distance must be one of {DISTANCES}, got {kind!r}")
+    return float(per_row[real].mean())
+
+
 def block_variable(model, layer: int, part: str) -> np.ndarray:
     """The value of block `layer`'s variable `part` (e.g. "attention/query/kernel") in a
     Pretrainer or encoder; KeyError naming the path when there is not exactly one."""

@@ -121,6 +121,9 @@ class PretrainDistillSection:
     distill_ground_truth_ratio: float = 0.5
     temperature: float = 1.0
     use_nsp: bool = True
+    # not in the paper: keep every layer's attention transfer (at layer_wise.attention_weight)
+    # in the PD loss, so that PD cannot undo what the layer-wise stages transferred
+    attention_transfer: bool = False
 
     def __post_init__(self):
         check(self.steps >= 0, "distillation.pretrain.steps", ">= 0 (0: no PD stage)", self.steps)

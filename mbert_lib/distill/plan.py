@@ -13,6 +13,9 @@ The paper compares three ways to transfer the teacher's layer-wise knowledge
     auxiliary (AKT)    one stage minimising Σ_l (FMT_l + AT_l) + PD, everything trained
     none               PD only (the "no layer-wise transfer" rows of Table 9)
 
+With pretrain.attention_transfer (not in the paper) the PD stage also keeps every layer's
+AT term, so that PD cannot move the attention maps away from the teacher's again.
+
 The original TF1 code trains the current layer at 3×, the layers below at
 0.1 × that and the embedding and heads not at all in layer-wise stages
 (c = 3, lower_lr_multiplier = 0.1, train_embedding false); the defaults
@@ -36,6 +39,7 @@ import dataclasses
 from mbert_lib.experiment import LearningRateSection
 
 FULL = 1.0
+PD_STAGE = "pd"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,7 +68,14 @@ class Stage:
 
     @property
     def layer_wise(self) -> bool:
+        """The stage has layer-wise terms (FMT / AT): a layer-wise, joint or auxiliary stage,
+        or the PD stage with pretrain.attention_transfer."""
         return bool(self.transfer_layers)
+
+    @property
+    def transfer_stage(self) -> bool:
+        """A stage of the layer-wise phase (before PD), whose end is a stage snapshot."""
+        return self.layer_wise and self.name != PD_STAGE
 
     @property
     def run_layers(self) -> int | None:
@@ -143,14 +154,14 @@ def plan_stages(distillation, num_layers: int) -> list[Stage]:
         return stages
     if pd.steps > 0:
         add(
-            "pd",
+            PD_STAGE,
             pd.steps,
-            (),
+            all_layers if pd.attention_transfer else (),
             True,
             pd.learning_rate,
             _pd_rates(num_layers, pd),
             use_fmt=False,
-            use_attention=False,
+            use_attention=pd.attention_transfer,
         )
     return stages
 

@@ -17,6 +17,14 @@ N heads; student layer k learns teacher layer t_k), per layer k:
                              attention the student layer learns from is
 
 "Start of stage k" is the student after stage k − 1 (the initial student for k = 0).
+
+`attention` follows each layer's attention map through the whole recipe, as its distance
+to the teacher's (Jensen-Shannon and total variation, which stay finite where a
+probability is 0, beside the floored KL; `analysis.attention_distance`): before its
+stage, after it, after the last stage (the finished student), for the untrained student
+(the initial one: copied embedding, random blocks) and for the finished student of the
+run without attention transfer. A transfer that holds ends near "after_stage"; one that
+later stages undo ends near "untrained" or "final_without_at".
 `ablation_at_kl` compares the mean AT KL over all layers of two finished students
 (with and without attention transfer) on the same batch, with the student's
 probabilities floored at 1e-9: a float32 softmax rounds a probability to exactly 0
@@ -90,7 +98,35 @@ def layer_summary(
     return rows
 
 
-KL_FLOOR = 1e-9
+KL_FLOOR = analysis.KL_FLOOR
+
+
+def attention_through_recipe(
+    teacher_out: dict, snapshots: list[dict], final: dict, without: dict | None, mask, layer_map
+) -> list[dict]:
+    """Per student layer k: {"layer", "teacher_layer", <distance>: {"before", "after_stage",
+    "final", "untrained", "final_without_at"}} for every distance of
+    `analysis.DISTANCES` (final_without_at None without the no-AT run)."""
+    rows = []
+    for k, t in enumerate(layer_map):
+        teacher = teacher_out["attention_scores"][t]
+        points = {
+            "before": snapshots[k],
+            "after_stage": snapshots[k + 1],
+            "final": final,
+            "untrained": snapshots[0],
+            "final_without_at": without,
+        }
+        row = {"layer": k, "teacher_layer": int(t)}
+        for kind in analysis.DISTANCES:
+            row[kind] = {
+                name: None
+                if out is None
+                else analysis.attention_distance(teacher, out["attention_scores"][k], mask, kind)
+                for name, out in points.items()
+            }
+        rows.append(row)
+    return rows
 
 
 def mean_attention_kl(
@@ -146,18 +182,22 @@ def summarize_run(
     )
     mask = np.asarray(batch["input_mask"])
     teacher_out = analysis.encode(teacher, batch)
-    layer_stages = [s for s in stages if s.layer_wise]
+    layer_stages = [s for s in stages if s.transfer_stage]
     snapshots = [analysis.encode(load_stage_student(pkt_dir, None, config), batch)]
     snapshots += [
         analysis.encode(load_stage_student(pkt_dir, s, config), batch) for s in layer_stages
     ]
     final = analysis.encode(load_pretrainer(pkt_dir), batch)
     summary = {"layers": layer_summary(teacher_out, snapshots, final, mask, layer_map)}
+    without = None
     if ablation_dir is not None:
         without = analysis.encode(load_pretrainer(ablation_dir), batch)
         summary["ablation_at_kl"] = {
             "with_at": mean_attention_kl(teacher_out, final, mask, layer_map),
             "without_at": mean_attention_kl(teacher_out, without, mask, layer_map),
         }
+    summary["attention"] = attention_through_recipe(
+        teacher_out, snapshots, final, without, mask, layer_map
+    )
     summary["targets"] = targets(summary)
     return summary

@@ -36,6 +36,7 @@ from mbert_lib.pipeline.core import (
     summary_table,
 )
 from mbert_lib.pipeline.registry import PRESETS, STEPS, get_pipeline_preset
+from mbert_lib.pipeline.teacher_choice import choose_teacher
 from mbert_lib.runtime import REPO_ROOT, fast_mode
 
 
@@ -46,14 +47,16 @@ def make_context(
     log=print,
     show_progress: bool = True,
     mixed_precision: str = "float32",
+    teacher: str | None = None,
 ) -> Context:
     """A Context for `preset`, writing under out_dir (default runs/<preset>).
 
     mixed_precision "bfloat16" trains every step in bfloat16 (`precision.py`); it is
-    refused on a CPU without native bfloat16.
+    refused on a CPU without native bfloat16. teacher: "shipped" or "trained" (None: the
+    preset's; `teacher_choice.py`).
     """
     precision.check_precision(mixed_precision)
-    settings = get_pipeline_preset(preset)
+    settings = choose_teacher(get_pipeline_preset(preset), teacher)
     if mixed_precision != "float32":
         settings = precision.with_mixed_precision(settings, mixed_precision)
     out = Path(out_dir) if out_dir else core.DEFAULT_OUT / preset

@@ -1,7 +1,11 @@
 """The pre-training steps of `python -m mbert_lib reproduce` (data, teacher): thin glue
 from a preset's settings (mbert_lib/pipeline/presets/<preset>.yaml) to the library
-function that does the work. Other step modules (distillation, fine-tuning, export,
-report) follow the same shape; pipeline/registry.py puts them in order.
+function that does the work.
+
+The teacher is the shipped one (installed from teachers/, its vocabulary tokenizing the
+data) or one pre-trained here (`teacher.source`; mbert_lib/pipeline/teacher_choice.py).
+Other step modules (distillation, fine-tuning, export, report) follow the same shape;
+pipeline/registry.py puts them in order.
 
 Trainer steps name an experiment yaml in experiments/ and dotted overrides
 of it; the data step's settings are also applied to every trainer that
@@ -10,15 +14,28 @@ reads pre-training data (`data_overrides`).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+
+from mbert_lib.checkpoints import load_pretrainer
 from mbert_lib.config_tree import apply_overrides
-from mbert_lib.data import prepare_data_section
+from mbert_lib.data import make_pretraining_dataset, prepare_data_section
+from mbert_lib.data.text import parse_documents
 from mbert_lib.experiment import DataSection, PretrainExperiment, load_experiment
-from mbert_lib.pipeline.core import Context, Step
+from mbert_lib.pipeline.core import Context, PipelineError, Step
+from mbert_lib.pipeline.teacher_choice import shipped_dir
 from mbert_lib.runtime import REPO_ROOT
+from mbert_lib.train.evaluation import evaluate_pretrainer
 from mbert_lib.train.pretrain import run_pretraining
+from mbert_lib.train.shipped_teacher import (
+    check_vocabulary,
+    heldout_overlap,
+    install_teacher,
+    read_teacher_record,
+)
 
 
 def _source(ctx: Context) -> str:
@@ -29,23 +46,37 @@ def _source(ctx: Context) -> str:
 DATA_FIELDS = ("vocab_size", "seq_length", "max_predictions_per_seq", "dupe_factor", "seed")
 
 
+def shipped_teacher(ctx: Context) -> bool:
+    return ctx.settings["teacher"].get("source") == "shipped"
+
+
 def data_section(ctx: Context) -> DataSection:
     """The `data` section the data step prepares: its settings, the run's source, and the
-    step's directory as the cache; every trainer that reads pre-training data gets it."""
+    step's directory as the cache; every trainer that reads pre-training data gets it.
+    With the shipped teacher, its vocabulary (and so its size) replaces a trained one."""
     settings = ctx.settings["data"]
-    return DataSection(
+    section = DataSection(
         source=_source(ctx),
         data_dir=ctx.data_dir,
         cache_dir=str(ctx.step_dir("data")),
         **{name: settings[name] for name in DATA_FIELDS},
     )
+    if shipped_teacher(ctx):
+        vocab = settings["vocab"]["shipped_teacher"]
+        section = dataclasses.replace(
+            section,
+            vocab_file=str(shipped_dir(ctx.settings["teacher"]) / "vocab.txt"),
+            vocab_size=vocab["vocab_size"],
+            lower_case=vocab["do_lower_case"],
+        )
+    return section
 
 
 def data_overrides(ctx: Context) -> list[tuple[str, Any]]:
     """`data_section(ctx)` as overrides of a trainer experiment (and the model's vocabulary
     size, which must match the data's)."""
     section = data_section(ctx)
-    fields = ("source", "data_dir", "cache_dir", *DATA_FIELDS)
+    fields = ("source", "data_dir", "cache_dir", "vocab_file", "lower_case", *DATA_FIELDS)
     return [(f"data.{name}", getattr(section, name)) for name in fields] + [
         ("model.overrides.vocab_size", section.vocab_size)
     ]
@@ -61,6 +92,20 @@ def load_step_experiment(ctx: Context, settings: Mapping[str, Any], cls=None):
 def run_data(ctx: Context, settings: Mapping[str, Any]) -> dict:
 
     prepared = prepare_data_section(data_section(ctx), log=ctx.log, progress=ctx.show_progress)
+    if shipped_teacher(ctx):
+        record = read_teacher_record(shipped_dir(ctx.settings["teacher"]))
+        held = parse_documents(
+            (prepared.output_dir / "corpus" / "heldout.txt").read_text(encoding="utf-8")
+        )
+        seen = heldout_overlap(record, held)
+        if seen:
+            raise PipelineError(
+                f"the shipped teacher was pre-trained on {seen} of this run's {len(held)} "
+                "held-out documents: its held-out MLM accuracy, and every comparison with "
+                "it, would be inflated. Hold out other documents, or pre-train a teacher on "
+                "this data (reproduce --teacher trained)"
+            )
+        ctx.log(f"none of the {len(held)} held-out documents is among the teacher's training set")
     return {
         "source": _source(ctx),
         "data_dir": ctx.data_dir,
@@ -72,6 +117,8 @@ def run_data(ctx: Context, settings: Mapping[str, Any]) -> dict:
 
 def run_teacher(ctx: Context, settings: Mapping[str, Any]) -> dict:
 
+    if settings.get("source") == "shipped":
+        return _install_shipped(ctx, settings)
     experiment = load_step_experiment(ctx, settings)
     done = run_pretraining(
         experiment, ctx.step_dir("teacher"), show_progress=ctx.show_progress, log=ctx.log
@@ -80,10 +127,50 @@ def run_teacher(ctx: Context, settings: Mapping[str, Any]) -> dict:
         "model_dir": str(ctx.step_dir("teacher")),
         "eval": done.get("eval"),
         "train_steps": done.get("train_steps"),
+        "source": "trained",
+    }
+
+
+def _install_shipped(ctx: Context, settings: Mapping[str, Any]) -> dict:
+    """The shipped teacher installed as the step's model directory, checked against the run's
+    tokenizer and measured on the run's held-out examples."""
+    model_dir = ctx.step_dir("teacher")
+    record = read_teacher_record(shipped_dir(settings))
+    check_vocabulary(record, ctx.result("data")["tokenizer_dir"], "the run's tokenizer")
+    install_teacher(shipped_dir(settings), model_dir)
+    arrays: dict = {}
+    for batch in make_pretraining_dataset(ctx.result("data")["examples_dir"], 64, split="eval"):
+        for key, value in batch.items():
+            arrays.setdefault(key, []).append(value.numpy())
+    examples = {k: np.concatenate(v) for k, v in arrays.items()}
+    metrics = evaluate_pretrainer(load_pretrainer(model_dir), examples)
+    training = record["training"]
+    ctx.log(
+        f"teacher: the shipped one ({training['train_steps']:,} steps, "
+        f"{training['wall_seconds'] / 3600:.1f} h on {training['hardware']['model']}): held-out "
+        f"MLM accuracy {100 * metrics['mlm_accuracy']:.2f} % on this run's data"
+    )
+    return {
+        "model_dir": str(model_dir),
+        "eval": metrics,
+        "train_steps": training["train_steps"],
+        "source": "shipped",
+        "shipped": {
+            "dir": settings["shipped_dir"],
+            "train_steps": training["train_steps"],
+            "wall_seconds": training["wall_seconds"],
+            "hardware": training["hardware"]["text"],
+            "heldout_when_built": record["heldout"]["float16"],
+        },
     }
 
 
 STEPS = [
     Step("data", "pre-training data: corpus, WordPiece vocabulary, MLM/NSP examples", run_data),
-    Step("teacher", "IB-BERT teacher pre-training (MLM + NSP)", run_teacher, ("data",)),
+    Step(
+        "teacher",
+        "the IB-BERT teacher: the shipped one installed, or pre-trained (MLM + NSP)",
+        run_teacher,
+        ("data",),
+    ),
 ]

@@ -36,19 +36,25 @@ experiment yaml and dotted overrides.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+
 from mbert_lib import atomic, strict_json
-from mbert_lib.checkpoints import load_pretrainer
+from mbert_lib.checkpoints import CONFIG_FILE, load_pretrainer
 from mbert_lib.config_tree import apply_overrides
 from mbert_lib.data import make_pretraining_dataset
 from mbert_lib.distill.experiment import load_distill_experiment
 from mbert_lib.distill.trainer import run_distillation
 from mbert_lib.distill.transfer_summary import summarize_run
+from mbert_lib.experiment import ModelSection
+from mbert_lib.paired import paired_difference
 from mbert_lib.pipeline.core import Context, Step
-from mbert_lib.pipeline.steps import data_overrides
+from mbert_lib.pipeline.steps import data_overrides, shipped_teacher
 from mbert_lib.runtime import REPO_ROOT
+from mbert_lib.train.evaluation import mlm_correct
 
 HEADLINE = ("mlm_accuracy", "perplexity", "nsp_accuracy", "mlm_loss")
 
@@ -66,7 +72,13 @@ def load_distill_step_experiment(ctx: Context, settings: Mapping[str, Any]):
         else:
             pairs.append((key, value))
     experiment = load_distill_experiment(REPO_ROOT / settings["config_file"])
-    return apply_overrides(experiment, pairs + list(settings["overrides"].items()))
+    experiment = apply_overrides(experiment, pairs + list(settings["overrides"].items()))
+    if shipped_teacher(ctx):  # the teacher is what was shipped, whatever the yaml's shape
+        teacher = ModelSection(
+            preset=None, bert_config_file=str(ctx.step_dir("teacher") / CONFIG_FILE)
+        )
+        experiment = dataclasses.replace(experiment, teacher=teacher)
+    return experiment
 
 
 def _runner(name: str):
@@ -102,6 +114,16 @@ def _runner(name: str):
 
 _ROWS = [
     (
+        "no_transfer",
+        "no knowledge transfer: MLM + NSP pre-training only (Table 9)",
+        "experiments/distill_tiny_pkt.yaml",
+        {
+            "distillation.strategy": "none",
+            "distillation.copy_embeddings": False,
+            "distillation.pretrain.distill_ground_truth_ratio": 1.0,
+        },
+    ),
+    (
         "pkt",
         "progressive knowledge transfer (FMT + AT per layer), then PD: the main student",
         "experiments/distill_tiny_pkt.yaml",
@@ -118,16 +140,6 @@ _ROWS = [
         "auxiliary knowledge transfer (FMT + AT + PD in one loss) (Table 8)",
         "experiments/distill_tiny_akt.yaml",
         {},
-    ),
-    (
-        "no_transfer",
-        "no knowledge transfer: MLM + NSP pre-training only (Table 9)",
-        "experiments/distill_tiny_pkt.yaml",
-        {
-            "distillation.strategy": "none",
-            "distillation.copy_embeddings": False,
-            "distillation.pretrain.distill_ground_truth_ratio": 1.0,
-        },
     ),
     (
         "ablation_copy",
@@ -156,6 +168,38 @@ _ROWS = [
 ]
 
 TRANSFER_FILE = "transfer.json"
+
+
+def run_gate(ctx: Context, settings: Mapping[str, Any]) -> dict:
+    """Is there anything to transfer? The teacher against the untaught student (no_transfer)
+    on the held-out MLM targets, paired target by target (`mbert_lib.paired`)."""
+
+    def hits(step: str) -> np.ndarray:
+        batches = make_pretraining_dataset(
+            ctx.result("data")["examples_dir"], settings["batch_size"], split="eval"
+        )
+        return mlm_correct(load_pretrainer(ctx.result(step)["model_dir"]), batches)
+
+    teacher, student = hits("teacher"), hits("no_transfer")
+    d = paired_difference(teacher.astype(np.float64), student.astype(np.float64))
+    lead = f"{d.describe(scale=100, digits=2)} points on {len(teacher):,} held-out MLM targets"
+    text = (
+        f"the teacher ({100 * teacher.mean():.2f} %) beats the untaught student "
+        f"({100 * student.mean():.2f} %): {lead}; there is something to transfer"
+        if d.verdict == "beats"
+        else f"the teacher ({100 * teacher.mean():.2f} %) does NOT beat the untaught student "
+        f"({100 * student.mean():.2f} %): {lead}. There is nothing to transfer: what the "
+        "distilled students gain or lose below is not the teacher's knowledge"
+    )
+    ctx.log(f"teacher gate: {text}")
+    return {
+        "verdict": d.verdict,
+        "teacher_mlm_accuracy": float(teacher.mean()),
+        "untaught_mlm_accuracy": float(student.mean()),
+        "difference": d.to_dict(),
+        "predictions": int(len(teacher)),
+        "text": text,
+    }
 
 
 def run_transfer(ctx: Context, settings: Mapping[str, Any]) -> dict:
@@ -194,6 +238,15 @@ STEPS = [
     Step(name, title, _runner(name), ("teacher",), optional=name not in MAIN_ROWS)
     for name, title, _, _ in _ROWS
 ]
+STEPS.insert(
+    1,
+    Step(
+        "teacher_gate",
+        "the teacher gate: does the teacher beat the untaught student on held-out MLM?",
+        run_gate,
+        ("data", "teacher", "no_transfer"),
+    ),
+)
 STEPS.append(
     Step(
         "transfer",

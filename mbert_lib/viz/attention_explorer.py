@@ -323,7 +323,7 @@ def _run_snapshots(label: str, run_dir, stages, config) -> dict:
     after PD"}: the student of a layer-wise run at each of its stage boundaries, in order
     (the same model object where "after stage k" is "before stage k + 1")."""
     snapshots, before = {}, load_stage_student(run_dir, None, config)
-    for stage in (s for s in stages if s.layer_wise):
+    for stage in (s for s in stages if s.transfer_stage):
         after = load_stage_student(run_dir, stage, config)
         snapshots[f"{label}: before stage {stage.name}"] = before
         snapshots[f"{label}: after stage {stage.name}"] = after
