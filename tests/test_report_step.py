@@ -44,14 +44,18 @@ def test_the_report_lists_the_registry_steps_in_order():
     report = get_pipeline_preset("smoke")["report"]
     assert report["order"] == [s.name for s in STEPS if not s.optional]
     assert report["optional"] == [s.name for s in STEPS if s.optional]
-    # a full run: the main student, its ablations the transfer step and fine-tuning read
-    assert {"pkt", "no_transfer", "ablation_pd_fmt", "finetune", "tflite"} <= set(report["order"])
+    # a full run: the main student, the rows the transfer step and the payoff read
+    main = {"pkt", "no_transfer", "ablation_copy", "ablation_pd_fmt", "teacher_gate", "tflite"}
+    assert main | {"mlm_seeds", "label_budget", "task_distillation", "payoff"} <= set(
+        report["order"]
+    )
     assert set(report["optional"]) == {
         "jkt",
         "akt",
-        "ablation_copy",
         "ablation_pd",
         "ablation_fmt_at",
+        "bert_baseline",
+        "finetune",
         "distill_seeds",
         "latency",
     }

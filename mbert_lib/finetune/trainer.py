@@ -66,6 +66,8 @@ from mbert_lib.train.run_record import (
 )
 from mbert_lib.train.strategy import create_strategy, precision_policy
 
+CHECKPOINT_STEPS = 500  # with trainer.train_steps: a checkpoint every this many steps at least
+
 
 def model_tokenizer(experiment: FinetuneExperiment, config):
     """The tokenizer of the run: task.vocab_file, else the one beside model.init_checkpoint."""
@@ -223,7 +225,11 @@ def _train(
             model, directory, overwrite=True, save_tokenizer=lambda d: save_tokenizer(tokenizer, d)
         )
 
-    keeper = BestKeeper(model_dir, task.main_metric, save_classifier)
+    # With trainer.train_steps the one evaluation is of the last model: nothing to keep aside.
+    last_only = trainer.train_steps is not None
+    keeper = BestKeeper(
+        model_dir, task.main_metric, (lambda _: None) if last_only else save_classifier
+    )
     predict = make_predictor(model, experiment.task.seq_length, trainer.eval_batch_size)
     clock = [time.perf_counter()]
 
@@ -257,7 +263,8 @@ def _train(
         scalars=Scalars(os.path.join(model_dir, "tensorboard")),
         settings=LoopSettings(
             train_steps=train_steps,
-            checkpoint_interval=per_epoch,
+            # a run of train_steps keeps (few, large) checkpoints: its end is what counts
+            checkpoint_interval=max(per_epoch, CHECKPOINT_STEPS) if last_only else per_epoch,
             per_step=trainer.batch_size,  # examples: length_pool cuts batches below T
             unit="examples",
             log_interval=trainer.log_interval,
@@ -271,7 +278,9 @@ def _train(
     )
 
     best = keeper.best
-    read_checkpoint(tf.train.Checkpoint(model=model), os.path.join(keeper.best_dir, "model.ckpt"))
+    if not last_only:
+        best_weights = os.path.join(keeper.best_dir, "model.ckpt")
+        read_checkpoint(tf.train.Checkpoint(model=model), best_weights)
     write_model_files(model, model_dir, save_tokenizer=lambda d: save_tokenizer(tokenizer, d))
     train_seconds = sum(h["train_seconds"] for h in keeper.history)
     write_done(

@@ -103,6 +103,12 @@ class Context:
     def step_dir(self, name: str) -> Path:
         return self.out_dir / name
 
+    def record_fingerprint(self, name: str) -> str:
+        """The fingerprint a finished step ran with ("absent" when it has not): a run made
+        from a step's models names it, so that new models make a new run."""
+        record = read_record(self.step_dir(name))
+        return record.get("fingerprint", "unknown") if record else "absent"
+
     def result(self, name: str) -> dict:
         """The recorded result of a finished step (a dependency)."""
         record = read_record(self.step_dir(name))

@@ -16,6 +16,7 @@ from mbert_lib.pipeline import steps as pretraining_steps
 from mbert_lib.pipeline import steps_distill as distillation_steps
 from mbert_lib.pipeline import steps_export as export_steps
 from mbert_lib.pipeline import steps_finetune as finetuning_steps
+from mbert_lib.pipeline import steps_payoff as payoff_steps
 from mbert_lib.pipeline import steps_report as report_steps
 from mbert_lib.pipeline import steps_seeds as seed_steps
 from mbert_lib.pipeline.core import PipelineError
@@ -28,6 +29,7 @@ STEP_MODULES = (
     distillation_steps,
     finetuning_steps,
     seed_steps,
+    payoff_steps,
     export_steps,
     report_steps,
 )

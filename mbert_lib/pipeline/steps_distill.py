@@ -53,6 +53,7 @@ from mbert_lib.experiment import ModelSection
 from mbert_lib.paired import paired_difference
 from mbert_lib.pipeline.core import Context, Step
 from mbert_lib.pipeline.steps import data_overrides, shipped_teacher
+from mbert_lib.pipeline.teacher_choice import shipped_dir
 from mbert_lib.runtime import REPO_ROOT
 from mbert_lib.train.evaluation import mlm_correct
 
@@ -74,9 +75,8 @@ def load_distill_step_experiment(ctx: Context, settings: Mapping[str, Any]):
     experiment = load_distill_experiment(REPO_ROOT / settings["config_file"])
     experiment = apply_overrides(experiment, pairs + list(settings["overrides"].items()))
     if shipped_teacher(ctx):  # the teacher is what was shipped, whatever the yaml's shape
-        teacher = ModelSection(
-            preset=None, bert_config_file=str(ctx.step_dir("teacher") / CONFIG_FILE)
-        )
+        config = shipped_dir(ctx.settings["teacher"]) / CONFIG_FILE
+        teacher = ModelSection(preset=None, bert_config_file=str(config))
         experiment = dataclasses.replace(experiment, teacher=teacher)
     return experiment
 
@@ -231,9 +231,10 @@ def run_transfer(ctx: Context, settings: Mapping[str, Any]) -> dict:
 
 ROW_NAMES = tuple(name for name, *_ in _ROWS)
 # What a full run needs: the main student, its run without AT (the transfer step's
-# ablation) and the student without transfer (the fine-tuning comparison). The other rows
-# only fill Tables 8 and 9: optional, like their extra seeds (steps_seeds.py).
-MAIN_ROWS = ("pkt", "no_transfer", "ablation_pd_fmt")
+# ablation), the student without transfer and the copy-only student (the payoff's
+# comparisons, steps_payoff.py). The other rows only fill Tables 8 and 9: optional, like
+# their extra seeds (steps_seeds.py).
+MAIN_ROWS = ("pkt", "no_transfer", "ablation_copy", "ablation_pd_fmt")
 STEPS = [
     Step(name, title, _runner(name), ("teacher",), optional=name not in MAIN_ROWS)
     for name, title, _, _ in _ROWS

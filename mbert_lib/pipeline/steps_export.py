@@ -1,7 +1,8 @@
 """The deployment steps of `python -m mbert_lib reproduce`: TFLite accuracy and latency.
 
     tflite   paper Table 6: the fine-tuned classifiers of the models the settings
-             name (seed 0's best epoch, from the finetune step) exported at fp32,
+             name (seed 0's, from the step settings["classifiers"] names: the
+             finetune step, or one budget of label_budget) exported at fp32,
              dynamic_int8, float16 and int8 (int8 calibrated on training sentences of
              the task); the task's dev set run through the LiteRT interpreter:
              accuracy beside the Keras model's, max |Δlogit| vs Keras, file size
@@ -77,9 +78,25 @@ def _variant(record: Mapping[str, Any]) -> dict:
     return {key: record[key] for key in ("accuracy", "max_abs_logit_diff", "size_bytes", "path")}
 
 
+def classifiers(ctx: Context, settings: Mapping[str, Any]) -> dict:
+    """The fine-tuning result whose seed-0 classifiers the step exports: the finetune
+    step's, or those of one budget of the label_budget step ({"task", "models"})."""
+    source = settings["classifiers"]
+    result = ctx.result(source["step"])
+    if source["step"] == "label_budget":
+        budget = str(source["budget"])
+        if budget not in result["budgets"]:
+            raise PipelineError(
+                f"tflite.classifiers.budget: label_budget has no budget {budget!r} "
+                f"(it has {sorted(result['budgets'])})"
+            )
+        return {"task": result["task"], "models": result["budgets"][budget]["models"]}
+    return result
+
+
 def run_tflite(ctx: Context, settings: Mapping[str, Any]) -> dict:
 
-    finetune = ctx.result("finetune")
+    finetune = classifiers(ctx, settings)
     models, loaded, seq_length = {}, {}, None
     for model in settings["models"]:
         model_dir = finetuned_model_dir(finetune, model)
@@ -120,7 +137,7 @@ def run_tflite(ctx: Context, settings: Mapping[str, Any]) -> dict:
         gc.collect()
     return {
         "task": finetune["task"],
-        "source": finetune["source"],
+        "source": data.source,
         "seq_length": seq_length,
         "models": models,
     }
@@ -154,7 +171,7 @@ STEPS = [
         "tflite",
         "TFLite export of the fine-tuned classifiers: dev accuracy per precision (Table 6)",
         run_tflite,
-        ("finetune",),
+        uses=lambda s: [s["classifiers"]["step"]],
     ),
     Step(
         "latency",

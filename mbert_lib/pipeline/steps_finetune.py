@@ -178,6 +178,7 @@ STEPS = [
         "a plain BERT of the student's size, pre-trained (baseline)",
         _run_baseline("bert_baseline"),
         ("data",),
+        optional=True,  # Table 4's plain-BERT row: the finetune step's comparison only
     ),
     Step(
         "finetune",
@@ -185,5 +186,6 @@ STEPS = [
         run_finetune,
         ("data",),
         uses=_models,
+        optional=True,  # Table 4 on 16,000 sentences; a full run fine-tunes in label_budget
     ),
 ]

@@ -13,9 +13,10 @@ out (`Step.optional`); it runs when named:
 
     python -m mbert_lib reproduce --data-dir ../shared/data --steps distill_seeds,report
 
-Every seed trains into distill_seeds/<row>/seed<k>/model and fine-tunes into
-distill_seeds/<row>/seed<k>/finetune; both trainers resume, so a killed run
-continues where it stopped.
+Every seed trains into distill_seeds/<row>/seed<k>/model (or is the one the main run's
+mlm_seeds step trained, when it has the row and seed with the same settings) and
+fine-tunes into distill_seeds/<row>/seed<k>/finetune; both trainers resume, so a killed
+run continues where it stopped.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from mbert_lib.config_tree import apply_overrides, check
 from mbert_lib.distill.trainer import run_distillation
 from mbert_lib.finetune.search import mean_std
 from mbert_lib.finetune.trainer import cached_task_data, run_finetuning
-from mbert_lib.pipeline.core import Context, Step
+from mbert_lib.pipeline.core import Context, Step, read_record
 from mbert_lib.pipeline.steps_distill import HEADLINE, ROW_NAMES, load_distill_step_experiment
 from mbert_lib.pipeline.steps_finetune import finetune_experiment, task_name
 
@@ -46,6 +47,9 @@ def _distill(ctx: Context, row: str, row_settings: Mapping[str, Any], seed: int)
     if seed == 0:
         done = ctx.result(row)
         return done["model_dir"], done["eval"], done["train_steps"]
+    reused = _from_mlm_seeds(ctx, row, row_settings, seed)
+    if reused is not None:
+        return reused
     experiment = apply_overrides(
         load_distill_step_experiment(ctx, row_settings), [("trainer.seed", seed)]
     )
@@ -54,6 +58,17 @@ def _distill(ctx: Context, row: str, row_settings: Mapping[str, Any], seed: int)
         experiment, ctx.step_dir("teacher"), model_dir, show_progress=ctx.show_progress, log=ctx.log
     )
     return str(model_dir), done.get("eval") or {}, done.get("train_steps")
+
+
+def _from_mlm_seeds(ctx: Context, row: str, row_settings: Mapping[str, Any], seed: int):
+    """The same row and seed from the main run's mlm_seeds step, when it trained it with
+    these settings: (model_dir, held-out metrics, student updates), else None."""
+    record = read_record(ctx.step_dir("mlm_seeds"))
+    entry = (record or {}).get("result", {}).get("rows", {}).get(row)
+    if entry is None or seed not in entry["seeds"] or ctx.settings.get(row) != row_settings:
+        return None
+    k = entry["seeds"].index(seed)
+    return entry["model_dirs"][k], entry["eval"][k], ctx.result(row)["train_steps"]
 
 
 def _finetune(

@@ -111,6 +111,9 @@ def pack_teacher(model_dir: str | os.PathLike, out_dir: str | os.PathLike, recor
             "files": files,
         }
         atomic.write_text(tmp / RECORD_FILE, json.dumps(written, indent=2) + "\n")
+        for file in tmp.iterdir():
+            file.chmod(0o644)
+        tmp.chmod(0o755)
     return written
 
 
