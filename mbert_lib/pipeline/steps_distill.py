@@ -182,14 +182,18 @@ def run_gate(ctx: Context, settings: Mapping[str, Any]) -> dict:
 
     teacher, student = hits("teacher"), hits("no_transfer")
     d = paired_difference(teacher.astype(np.float64), student.astype(np.float64))
-    lead = f"{d.describe(scale=100, digits=2)} points on {len(teacher):,} held-out MLM targets"
+    lead = (
+        f"{100 * d.mean:+.2f} points (95 % CI {100 * d.low:+.2f} to {100 * d.high:+.2f}, "
+        f"s.e. {100 * d.se:.2f}, {len(teacher):,} held-out MLM targets)"
+    )
+    accuracies = f"{100 * teacher.mean():.2f} % against {100 * student.mean():.2f} %"
     text = (
-        f"the teacher ({100 * teacher.mean():.2f} %) beats the untaught student "
-        f"({100 * student.mean():.2f} %): {lead}; there is something to transfer"
+        f"the teacher beats the untaught student, {accuracies}: {lead}; there is something "
+        "to transfer"
         if d.verdict == "beats"
-        else f"the teacher ({100 * teacher.mean():.2f} %) does NOT beat the untaught student "
-        f"({100 * student.mean():.2f} %): {lead}. There is nothing to transfer: what the "
-        "distilled students gain or lose below is not the teacher's knowledge"
+        else f"the teacher does NOT beat the untaught student, {accuracies}: {lead}. There "
+        "is nothing to transfer: what the distilled students gain or lose below is not the "
+        "teacher's knowledge"
     )
     ctx.log(f"teacher gate: {text}")
     return {

@@ -355,6 +355,8 @@ def run_payoff(ctx: Context, settings: Mapping[str, Any]) -> dict:
     distill = ctx.result("task_distillation")
     transfer = ctx.result("transfer")
     payoff = {
+        "task": budget["task"],
+        "train_sentences": budget["available"],
         "teacher": {
             "source": teacher.get("source", "trained"),
             "mlm_accuracy": teacher["eval"]["mlm_accuracy"],

@@ -21,12 +21,20 @@ from mbert_lib.finetune.report import aim_check
 from mbert_lib.report import deployment, run
 from mbert_lib.report.machine import machine_info
 from mbert_lib.report.markdown import not_run, table
+from mbert_lib.report.payoff import FIGURES as PAYOFF_FIGURES
+from mbert_lib.report.payoff import payoff_section
 from mbert_lib.step_records import Records, load_records, result
 from mbert_lib.tables import sst2_finetuning, table1_sizes, tables8_9_transfer
+from mbert_lib.viz.payoff import plot_attention_recipe, plot_label_budget
 from mbert_lib.viz.report import plot_finetune_bars, plot_step_times
 
-FIGURES = {"step_times": "report_step_times.png", "finetune": "report_finetune.png"}
+FIGURES = {
+    "step_times": "report_step_times.png",
+    "finetune": "report_finetune.png",
+    **PAYOFF_FIGURES,
+}
 SECTIONS = (
+    "Payoff",
     "Machine",
     "Data and seeds",
     "Wall time",
@@ -314,6 +322,7 @@ def build_markdown(
     `optional`: steps a full run leaves out (shown, not counted against the budget)."""
     cores = machine.get("cores") or os.cpu_count() or 1
     body = {
+        "Payoff": payoff_section(records, figures),
         "Machine": _machine(machine),
         "Data and seeds": _data(records),
         "Wall time": _wall_time(
@@ -334,6 +343,7 @@ def build_markdown(
         "Latency and size ratios": deployment.ratios_section(records),
     }
     titles = {
+        "Payoff": "Does distillation pay off? (not in the paper)",
         "Wall time": "Wall time per step",
         "Table 1": "Table 1: model sizes",
         "Table 8": "Table 8: knowledge-transfer strategies (AKT, JKT, PKT)",
@@ -369,6 +379,24 @@ def write_figures(
                 budget_minutes,
                 f"`{preset}` run: wall time (not in the paper)",
                 out["step_times"],
+            )
+        )
+    payoff = result(records, "payoff")
+    if payoff:
+        out["label_budget"] = directory / FIGURES["label_budget"]
+        plt.close(
+            plot_label_budget(
+                payoff,
+                "Pre-training pays where labels are few (not in the paper)",
+                out["label_budget"],
+            )
+        )
+        out["attention"] = directory / FIGURES["attention"]
+        plt.close(
+            plot_attention_recipe(
+                payoff,
+                "Attention transfer through the recipe (not in the paper)",
+                out["attention"],
             )
         )
     finetune = result(records, "finetune")

@@ -1,0 +1,72 @@
+"""REPORT.md's first section: does distillation pay off? Read from the payoff step's record.
+
+Every "A beats B" here is `mbert_lib.paired.paired_difference` over the same seeds: the
+verdict word (beats / level / behind) is the 95 % confidence interval's, never a reading
+of two means.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from mbert_lib.report.markdown import not_run, table
+from mbert_lib.step_records import Records, result
+from mbert_lib.tables import payoff as payoff_tables
+
+FIGURES = {"label_budget": "report_label_budget.png", "attention": "report_attention_recipe.png"}
+
+
+def gate_text(gate: Mapping, teacher: Mapping) -> str:
+    """The teacher gate's sentence, with where the teacher came from."""
+    source = teacher.get("source", "trained")
+    about = (
+        f"the shipped teacher ({teacher['shipped']['train_steps']:,} pre-training steps, "
+        f"{teacher['shipped']['wall_seconds'] / 3600:.1f} h on {teacher['shipped']['hardware']})"
+        if source == "shipped"
+        else f"a teacher pre-trained in this run ({teacher.get('train_steps')} steps)"
+    )
+    return f"Teacher: {about}. Gate: {gate['text']}."
+
+
+def payoff_section(records: Records, figures: Mapping[str, str | None]) -> str:
+    payoff = result(records, "payoff")
+    if payoff is None:
+        return not_run("payoff")
+    parts = [gate_text(result(records, "teacher_gate"), result(records, "teacher"))]
+    mlm = payoff["mlm"]
+    updates = (result(records, "pkt") or {}).get("train_steps")
+    parts += [
+        f"**Held-out MLM accuracy** of the students after the same {updates} updates, over "
+        "their pre-training seeds (`mlm_seeds`), and each pair compared seed by seed:",
+        table(payoff_tables.mlm_table(payoff)),
+        table(payoff_tables.comparisons(mlm, payoff_tables.MLM_PAIRS)),
+        "**SST-2 with few labels** (`label_budget`): every model fine-tuned on the same N "
+        "training sentences per seed for the same number of steps, dev accuracy (%) at the "
+        "end; each comparison paired by seed, in points with its 95 % CI and verdict:",
+        table(payoff_tables.label_budget_table(payoff)),
+    ]
+    budget = result(records, "label_budget")
+    opens = budget.get("opens_at") if budget else None
+    parts.append(
+        f"Teacher > PKT > no transfer (each beating the next) first holds at {opens} labels."
+        if opens
+        else "Teacher > PKT > no transfer (each beating the next) holds at no budget measured."
+    )
+    if figures.get("label_budget"):
+        parts.append(f"![label budget]({figures['label_budget']})")
+    distill = payoff["task_distillation"]
+    parts += [
+        f"**Output distillation** (`task_distillation`): the PKT student with "
+        f"{distill['labels']:,} labels, alone or with the fine-tuned teacher's targets on "
+        f"the other training sentences (soft: τ = {distill['temperature']:g}; hard: its "
+        "argmax), the same steps and seeds:",
+        table(payoff_tables.task_distillation_table(payoff)),
+        table(payoff_tables.comparisons(distill, payoff_tables.DISTILL_PAIRS)),
+        "**Attention through the recipe** (`transfer`): each student layer's Jensen-Shannon "
+        "distance to its teacher layer's attention (nats, at most ln 2 = 0.693), on one "
+        "held-out batch:",
+        table(payoff_tables.attention_table(payoff).round(3), index=True),
+    ]
+    if figures.get("attention"):
+        parts.append(f"![attention through the recipe]({figures['attention']})")
+    return "\n\n".join(parts)
