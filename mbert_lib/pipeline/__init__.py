@@ -82,14 +82,21 @@ def fast_run_dir() -> Path:
     return Path(tempfile.gettempdir()) / "mbert_fast_runs"
 
 
-def notebook_context(log=repo_relative_print) -> Context:
+def notebook_context(log=repo_relative_print, teacher: str | None = None) -> Context:
     """The context a notebook uses: `laptop` under runs/laptop in a full run (real data
     when MBERT_DATA_DIR is set), `smoke` in `fast_run_dir()` in fast mode, so a
-    test run never touches the full run's artifacts."""
+    test run never touches the full run's artifacts. teacher="trained" (notebook 04, which
+    looks inside a teacher's pre-training) is a run of its own beside those, whose teacher
+    is pre-trained instead of installed from teachers/."""
+    suffix = "" if teacher is None else f"-teacher-{teacher}"
     if fast_mode():
-        return make_context("smoke", str(fast_run_dir()), log=log, show_progress=False)
-    ctx = make_context("laptop", log=log)
-    ctx.bundle = bundle.DEFAULT_BUNDLE if bundle.DEFAULT_BUNDLE.exists() else None
+        out = fast_run_dir().with_name(fast_run_dir().name + suffix)
+        return make_context("smoke", str(out), log=log, show_progress=False, teacher=teacher)
+    out = core.DEFAULT_OUT / f"laptop{suffix}"
+    ctx = make_context("laptop", str(out), log=log, teacher=teacher)
+    ctx.bundle = (
+        bundle.DEFAULT_BUNDLE if teacher is None and bundle.DEFAULT_BUNDLE.exists() else None
+    )
     return ctx
 
 

@@ -3,19 +3,19 @@
     python -m mbert_lib bundle write     runs/laptop -> bundles/laptop.tar.xz (+ .sha256)
     python -m mbert_lib bundle install   bundles/laptop.tar.xz -> runs/laptop
 
-The bundle holds the steps notebook 05 reads whole (`BUNDLE_STEPS`: the teacher,
-the progressive student, the no-AT ablation, PKT's layer-wise stages without PD,
-the per-layer transfer summary), which every later notebook also needs (the
-teacher alone takes a quarter of an hour to pre-train at laptop scale). Each
+The bundle holds the steps notebook 05 reads whole (`BUNDLE_STEPS`: the progressive
+student, the no-AT ablation, PKT's layer-wise stages without PD, the per-layer transfer
+summary), which every later notebook also needs. The teacher is not in it: the shipped
+one (teachers/) installs in seconds. Each
 comes as its consumers read it: its record, configs, vocabulary, TensorBoard
 logs, final weights and every stage snapshot, all float32 and bit for bit. What
 a finished step never reads again is left out: a trainer's resume state (the
 teacher's `checkpoints/`, the optimizer moments in the stage checkpoints, which
 are rewritten model-only).
 
-It also holds the records of the other Table 8/9 rows and of their extra seeds
-(`RECORD_STEPS`, which notebook 06 reads: about an hour of training), without
-their models, which do not fit: each step's record and its runs' experiment
+It also holds the records of the other Table 8/9 rows and of their extra seeds, and of
+the payoff's steps (`RECORD_STEPS`, which notebooks 05 to 07 read: more than an hour of
+training), without their models, which do not fit: each step's record and its runs' experiment
 files, marked `records_only.json`. Such a step counts as done for whoever reads
 its record; a step that must run and reads its models trains it first
 (`pipeline.core`).
@@ -71,8 +71,20 @@ from mbert_lib.runtime import REPO_ROOT, shown_path
 from mbert_lib.step_records import RECORD_FILE, RECORDS_ONLY_FILE
 from mbert_lib.train.run_record import EXPERIMENT_FILE
 
-BUNDLE_STEPS = ("teacher", "pkt", "ablation_pd_fmt", "ablation_fmt_at", "transfer")
-RECORD_STEPS = ("no_transfer", "jkt", "akt", "ablation_copy", "ablation_pd", "distill_seeds")
+BUNDLE_STEPS = ("pkt", "ablation_pd_fmt", "ablation_fmt_at", "transfer")
+RECORD_STEPS = (
+    "no_transfer",
+    "teacher_gate",
+    "jkt",
+    "akt",
+    "ablation_copy",
+    "ablation_pd",
+    "distill_seeds",
+    "mlm_seeds",
+    "label_budget",
+    "task_distillation",
+    "payoff",
+)
 RECORD_NAMES = (RECORD_FILE, EXPERIMENT_FILE)  # what a records-only step keeps, at any depth
 DEFAULT_BUNDLE = REPO_ROOT / "bundles" / "laptop.tar.xz"
 MAX_BYTES = 25_000_000
