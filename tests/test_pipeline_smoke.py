@@ -13,6 +13,7 @@ from tests.helpers import strict_json_loads
 pytestmark = pytest.mark.slow  # trains, converts or runs a pipeline: `-m "not slow"` skips it
 
 SECTIONS = (
+    "Does distillation pay off",
     "Machine",
     "Data and seeds",
     "Wall time per step",
@@ -51,6 +52,7 @@ def test_smoke_reproduction_runs_resumes_and_reports(monkeypatch, capsys):
     for name in SECTIONS:
         assert any(title.startswith(name) for title in status), (name, list(status))
     for name in (
+        "Does distillation pay off",
         "Machine",
         "Data and seeds",
         "Wall time per step",
@@ -61,7 +63,9 @@ def test_smoke_reproduction_runs_resumes_and_reports(monkeypatch, capsys):
         assert next(s for t, s in status.items() if t.startswith(name)) == "ok", status
     assert "builtin_shuffled" in report and "NOT SST-2" in report
     _transfer_summary(out)
+    _payoff(out)
     assert (out / "report" / "report_step_times.png").exists()
+    assert (out / "report" / "report_label_budget.png").exists()
     assert main(["reproduce", "--preset", "smoke", "--out", str(out)]) == 0
     second = capsys.readouterr().out
     summary = second[
@@ -82,3 +86,27 @@ def _transfer_summary(out):
     assert set(summary["ablation_at_kl"]) == {"with_at", "without_at"}
     assert all(v > 0 for v in summary["ablation_at_kl"].values())
     assert read_record(out / "transfer")["result"]["layers"] == summary["layers"]
+
+
+def _payoff(out):
+    """<out>/payoff.json: the issue's schema, every list one value per seed in one order."""
+    payoff = strict_json_loads((out / "payoff.json").read_text())
+    assert payoff["teacher"]["source"] == "shipped"
+    assert payoff["teacher"]["gate"] in ("beats", "level", "behind")
+    assert 0 < payoff["teacher"]["mlm_accuracy"] < 1
+    assert set(payoff["mlm"]) == {"pkt", "copy_only", "no_transfer"}
+    assert {len(v) for v in payoff["mlm"].values()} == {2}  # smoke: seeds 0 and 1
+    assert set(payoff["label_budget"]) == {"64", "128"}
+    for models in payoff["label_budget"].values():
+        assert set(models) == {"teacher", "pkt", "copy_only", "no_transfer"}
+        assert {len(v) for v in models.values()} == {2}
+        assert all(0 <= x <= 1 for v in models.values() for x in v)
+    distill = payoff["task_distillation"]
+    assert distill["labels"] == 64 and distill["temperature"] == 2.0
+    rows = ("teacher", "labels_only", "soft_labels", "pseudo_labels")
+    assert {len(distill[r]) for r in rows} == {2}
+    [layer] = payoff["attention"]
+    assert layer["layer"] == 0 and layer["distance"] == "js"
+    points = ("before", "after_stage", "final", "untrained", "final_without_at")
+    assert all(0 <= layer[p] <= 0.6932 for p in points)
+    assert layer["before"] == layer["untrained"]  # layer 0's stage starts from the init

@@ -131,3 +131,21 @@ def plot_pretraining_curves(
     fig.tight_layout()
     style.save(fig, path)
     return fig
+
+
+def plot_teacher_curves(curves: Mapping[str, pd.Series], title: str = "", path=None):
+    """Held-out MLM accuracy (%) against the step, one line per run (`curves`: label ->
+    accuracy indexed by step), on a log step axis so a short run is not a dot."""
+    style.apply()
+    fig, ax = plt.subplots(figsize=(9, 5))
+    for (label, series), color in zip(curves.items(), (style.OURS, style.ALT, style.GREY)):
+        ax.plot(series.index, 100 * series.values, "o-", color=color, lw=2, label=label)
+    ax.set_xscale("log")
+    ax.set_xlabel("pre-training step")
+    ax.set_ylabel("held-out MLM accuracy (%)")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    style.save(fig, path)
+    return fig

@@ -61,7 +61,7 @@ pd.set_option("display.precision", 4)
 tf.get_logger().setLevel("ERROR")
 print(hardware.describe())
 print("fast mode:", runtime.fast_mode())
-ctx = notebook_context()
+ctx = notebook_context(teacher="trained")  # the run notebook 04 trains its teacher in
 results = ensure(["data", "teacher"], ctx)
 data, teacher = results["data"], results["teacher"]
 manifest = read_manifest(data["examples_dir"])
