@@ -171,6 +171,12 @@ def run_label_budget(ctx: Context, settings: Mapping[str, Any]) -> dict:
     probe = _experiment(ctx, settings, models[next(iter(models))], 0, [])
     available = cached_task_data(probe, loaded).train_available
     sizes = {b: _budget_size(str(b), available) for b in settings["budgets"]}
+    for budget, spec in settings["budgets"].items():
+        if spec.get("seeds", 0) < 2:
+            raise PipelineError(
+                f"label_budget.budgets.{budget}.seeds: {spec.get('seeds')!r}; pairing needs "
+                "at least 2 seeds"
+            )
     budgets = {}
     for budget, spec in settings["budgets"].items():
         length = (
@@ -246,12 +252,33 @@ ORDER = ("teacher − pkt", "pkt − no_transfer")
 
 
 # ---------------------------------------------------------- task_distillation
+def check_task_distillation(settings: Mapping[str, Any], available: int) -> None:
+    """Refuses settings that cannot run, before anything is trained (PipelineError)."""
+    labels, seeds = settings["labels"], settings["seeds"]
+    temperatures = [settings["temperature"], *settings.get("sweep", {}).get("temperatures", [])]
+    for tau in temperatures:
+        if not isinstance(tau, int | float) or isinstance(tau, bool) or not 0 < tau < float("inf"):
+            raise PipelineError(
+                f"task_distillation: temperature {tau!r} must be a number > 0 (τ softens the "
+                "teacher's distribution; 1 leaves it as it is)"
+            )
+    if not isinstance(labels, int) or isinstance(labels, bool) or not 1 <= labels < available:
+        raise PipelineError(
+            f"task_distillation.labels: {labels!r} must be a whole number of labeled sentences "
+            f"from 1 to {available - 1:,} (the training set's {available:,} less at least one "
+            "sentence for the transfer set)"
+        )
+    if not isinstance(seeds, int) or seeds < 2:
+        raise PipelineError(f"task_distillation.seeds: {seeds!r}; pairing needs at least 2")
+
+
 def run_task_distillation(ctx: Context, settings: Mapping[str, Any]) -> dict:
 
     loaded: dict = {}
     teacher_spec = settings["teacher"]
     teacher_init = ctx.result("teacher")["model_dir"]
     teacher_exp = _experiment(ctx, settings, teacher_init, 0, list(teacher_spec.items()))
+    check_task_distillation(settings, cached_task_data(teacher_exp, loaded).train_available)
     ctx.log("task_distillation: the teacher, fine-tuned on every label")
     teacher = _run(
         ctx, "task_distillation", "teacher", teacher_exp, loaded, ctx.record_fingerprint("teacher")
