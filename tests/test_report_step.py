@@ -57,6 +57,7 @@ def test_the_report_lists_the_registry_steps_in_order():
         "bert_baseline",
         "finetune",
         "distill_seeds",
+        "label_budget_all",
         "latency",
     }
     assert report["order"][0] == "data" and report["order"][-1] == "report"

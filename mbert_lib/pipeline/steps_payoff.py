@@ -6,7 +6,8 @@
     label_budget       SST-2 with N labels, for N in the budgets: every model fine-tuned for
                        the budget's steps on the same N sentences per seed (the subset and
                        the fine-tuning seed are both the seed), evaluated once at the end;
-                       each pair of models compared over the same seeds
+                       each pair of models compared over the same seeds; label_budget_all
+                       (optional) the same with every label, which takes longer
     task_distillation  output distillation (mbert_lib.finetune.task_distill): the teacher
                        fine-tuned on every label, its logits on every training sentence; the
                        student with N labels alone, with N labels and the teacher's soft
@@ -43,7 +44,7 @@ from mbert_lib.finetune.search import mean_std
 from mbert_lib.finetune.task_distill import write_teacher_logits
 from mbert_lib.finetune.trainer import cached_task_data, run_finetuning
 from mbert_lib.paired import paired_difference
-from mbert_lib.pipeline.core import Context, PipelineError, Step
+from mbert_lib.pipeline.core import Context, PipelineError, Step, read_record
 from mbert_lib.pipeline.steps_distill import HEADLINE, load_distill_step_experiment
 from mbert_lib.pipeline.steps_finetune import OFFLINE_TASK, task_name
 from mbert_lib.runtime import REPO_ROOT
@@ -163,7 +164,14 @@ def _budget_size(budget: str, available: int) -> int | None:
 
 
 # -------------------------------------------------------------- label_budget
-def run_label_budget(ctx: Context, settings: Mapping[str, Any]) -> dict:
+def _label_budget_runner(step: str):
+    def run(ctx: Context, settings: Mapping[str, Any]) -> dict:
+        return run_label_budget(ctx, settings, step)
+
+    return run
+
+
+def run_label_budget(ctx: Context, settings: Mapping[str, Any], step: str = "label_budget") -> dict:
 
     models = {m: ctx.result(m)["model_dir"] for m in settings["models"]}
     prints = {m: ctx.record_fingerprint(m) for m in settings["models"]}
@@ -195,7 +203,7 @@ def run_label_budget(ctx: Context, settings: Mapping[str, Any]) -> dict:
                     *settings["models"][model].items(),
                 ]
                 experiment = _experiment(ctx, settings, init, seed, pairs)
-                ctx.log(f"label_budget: {budget} labels, {model}, seed {seed}")
+                ctx.log(f"{step}: {budget} labels, {model}, seed {seed}")
                 done = _run(
                     ctx,
                     "label_budget",
@@ -218,7 +226,7 @@ def run_label_budget(ctx: Context, settings: Mapping[str, Any]) -> dict:
         entry["comparisons"] = _model_comparisons(entry["models"], settings["compare"])
         budgets[str(budget)] = entry
         ctx.log(
-            f"label_budget: {budget} labels: "
+            f"{step}: {budget} labels: "
             + ", ".join(f"{m} {100 * e['mean']:.1f}" for m, e in entry["models"].items())
         )
     return {
@@ -379,6 +387,8 @@ def run_payoff(ctx: Context, settings: Mapping[str, Any]) -> dict:
     teacher = ctx.result("teacher")
     mlm = ctx.result("mlm_seeds")
     budget = ctx.result("label_budget")
+    full = read_record(ctx.step_dir("label_budget_all"))  # optional: every label
+    budgets = {**budget["budgets"], **(full["result"]["budgets"] if full else {})}
     distill = ctx.result("task_distillation")
     transfer = ctx.result("transfer")
     payoff = {
@@ -394,7 +404,7 @@ def run_payoff(ctx: Context, settings: Mapping[str, Any]) -> dict:
         },
         "label_budget": {
             b: {MLM_NAMES.get(m, m): e["values"] for m, e in entry["models"].items()}
-            for b, entry in budget["budgets"].items()
+            for b, entry in budgets.items()
         },
         "task_distillation": {
             k: distill[k]
@@ -428,9 +438,17 @@ STEPS = [
     Step(
         "label_budget",
         "SST-2 with 500 to all labels: teacher, PKT, copy-only, no transfer, paired seeds",
-        run_label_budget,
+        _label_budget_runner("label_budget"),
         ("data",),
         uses=lambda s: list(s["models"]),
+    ),
+    Step(
+        "label_budget_all",
+        "SST-2 with every label (optional: --steps label_budget_all)",
+        _label_budget_runner("label_budget_all"),
+        ("data",),
+        uses=lambda s: list(s["models"]),
+        optional=True,
     ),
     Step(
         "task_distillation",
@@ -444,5 +462,7 @@ STEPS = [
         "payoff.json: what the student gains from its teacher, paired over seeds",
         run_payoff,
         ("teacher_gate", "mlm_seeds", "label_budget", "task_distillation", "transfer"),
+        rerun=True,  # seconds over records: it always shows them as they are (and
+        # label_budget_all's, once that optional step has run)
     ),
 ]
