@@ -105,6 +105,15 @@ def _data(records: Records) -> str:
         f"`{prov['heldout_text_sha256']}`, tokenizer `{prov['tokenizer_sha256']}`; data "
         f"step fingerprint `{prov['fingerprint']}`.",
     ]
+    vocab = (records.get("data") or {}).get("settings", {}).get("vocab")
+    if isinstance(vocab, dict) and "shipped_teacher" in vocab:
+        lines.append(
+            "Vocabulary: the shipped teacher's own "
+            f"({vocab['shipped_teacher']['vocab_size']:,} WordPiece tokens), so that the "
+            "run's token ids are the teacher's."
+        )
+    elif vocab == "trained":
+        lines.append("Vocabulary: a WordPiece vocabulary trained on the run's training text.")
     if not files.empty:
         lines.append(table(files))
     seeds = run.seeds_table(records)
