@@ -112,6 +112,25 @@ pd.DataFrame([{"stage": s.name, "loss": s.describe().split(": ", 1)[1],
               for s in stages])
 
 # %% [markdown]
+# **Is there anything to transfer?** A teacher is worth distilling only if it knows more
+# than the student learns without it. The pipeline's `teacher_gate` step compares the
+# teacher with the *untaught* student (`no_transfer`: the same architecture and 600
+# updates of MLM + NSP, no teacher) on every held-out MLM target, target by target:
+# with $d_j = \mathbb 1[\text{teacher right at } j] - \mathbb 1[\text{student right at } j]$,
+# the mean $\bar d$ and its 95 % interval $\bar d \pm t_{0.975}\, s_d/\sqrt M$ over the
+# $M$ targets (`mbert_lib.paired`).
+
+# %%
+gate = ensure(["teacher_gate"], ctx)["teacher_gate"]
+print(f"teacher ({teacher_result['source']}): {gate['text']}")
+
+# %%
+g = gate["difference"]
+assert gate["verdict"] == ("beats" if g["low"] > 0 else "behind" if g["high"] < 0 else "level")
+np.testing.assert_allclose(g["mean"], gate["teacher_mlm_accuracy"] - gate["untaught_mlm_accuracy"],
+                           atol=1e-9)
+
+# %% [markdown]
 # A held-out batch of the pre-training data (never trained on) for every measurement below:
 
 # %%

@@ -2,8 +2,9 @@
 
     report   <out>/REPORT.md (figures in <out>/report/); with settings["publish"]
              (the laptop preset) and the default out dir (runs/laptop, no --out) also
-             results/REPORT.md and figures/report_*.png at the repository root, the
-             files the README shows
+             results/REPORT.md, figures/report_*.png, results/payoff.json and
+             results/records.json (every step's record) at the repository root: the
+             files the README shows and quotes
 
 It reads records and never runs other steps: a step that has not run is a
 "not run" section. Being seconds of work over records, it runs every time
@@ -12,17 +13,23 @@ It reads records and never runs other steps: a step that has not run is a
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from mbert_lib import atomic, strict_json
 from mbert_lib.pipeline import core
 from mbert_lib.pipeline.core import Context, Step
+from mbert_lib.pipeline.steps_payoff import PAYOFF_FILE
 from mbert_lib.report.document import command, write_report
 from mbert_lib.runtime import REPO_ROOT
+from mbert_lib.step_records import load_records
 
 NAME = "report"
 REPORT_FILE = "REPORT.md"
+RECORDS_FILE = "records.json"
+RECORD_KEYS = ("result", "seconds", "finished", "fingerprint", "load_average", "cpu_count")
 
 
 def _is_default_out(ctx: Context, preset: str) -> bool:
@@ -39,6 +46,23 @@ def _shown(path: Path) -> str:
         return str(path.absolute().relative_to(REPO_ROOT))
     except ValueError:
         return str(path)
+
+
+def _repo_relative(text: str) -> str:
+    """Paths inside the repository written relative to it (no directory of this machine)."""
+    return text.replace(f"{REPO_ROOT}{os.sep}", "")
+
+
+def publish_records(out_dir: Path, path: Path) -> None:
+    """Every finished step's record of the run in one JSON file (results/records.json):
+    what README.md, COURSE.md and docs/ quote their numbers from
+    (`mbert_lib.report.quotes`)."""
+    records = load_records(out_dir, exclude=(NAME,))
+    kept = {
+        step: {k: record.get(k) for k in RECORD_KEYS if k in record}
+        for step, record in records.items()
+    }
+    atomic.write_text(path, _repo_relative(strict_json.dumps(kept, indent=1) + "\n"))
 
 
 def run_report(ctx: Context, settings: Mapping[str, Any]) -> dict:
@@ -67,9 +91,15 @@ def run_report(ctx: Context, settings: Mapping[str, Any]) -> dict:
             report_path=REPO_ROOT / "results" / REPORT_FILE,
             **common,
         )
+        publish_records(ctx.out_dir, REPO_ROOT / "results" / RECORDS_FILE)
+        payoff = ctx.out_dir / PAYOFF_FILE
+        if payoff.is_file():
+            atomic.write_text(
+                REPO_ROOT / "results" / PAYOFF_FILE, _repo_relative(payoff.read_text())
+            )
         ctx.log(
-            f"report: published {published['path']} and {len(published['figures'])} "
-            "figure(s) in figures/"
+            f"report: published {published['path']}, results/{RECORDS_FILE} and "
+            f"{len(published['figures'])} figure(s) in figures/"
         )
     missing = [name for name, status in written["sections"].items() if status == "not run"]
     if missing:
