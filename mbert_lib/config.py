@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -166,8 +167,10 @@ def _check_values(c: MobileBertConfig) -> None:
     for name in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
         if not 0.0 <= getattr(c, name) < 1.0:
             raise ValueError(f"{name} must be in [0, 1), got {getattr(c, name)}")
-    if not c.initializer_range > 0:
-        raise ValueError(f"initializer_range must be > 0, got {c.initializer_range}")
+    if not 0 < c.initializer_range < math.inf:
+        raise ValueError(
+            f"initializer_range must be a finite number > 0, got {c.initializer_range}"
+        )
     if c.hidden_act not in ACTIVATIONS:
         raise ValueError(f"hidden_act must be one of {ACTIVATIONS}, got {c.hidden_act!r}")
     if c.normalization_type not in NORMALIZATION_TYPES:

@@ -3,7 +3,8 @@
 The machinery behind `mbert_lib.experiment`, independent of what the sections
 hold: `from_dict` builds a dataclass tree from nested dicts, checking every key
 and every value against the field's type annotation (bool, int, float, str,
-Optional[...], tuple[str | int, ...], Mapping, nested dataclass); `apply_overrides`
+Optional[...], tuple[str | int, ...], Mapping, nested dataclass; a float must be
+finite, nan and ±inf are refused, and an int must fit in 64 bits); `apply_overrides`
 applies tf-models-style "a.b=1,c=[x, y]" overrides (values parsed as yaml)
 and validates again. Errors name the dotted key.
 """
@@ -11,6 +12,7 @@ and validates again. Errors name the dotted key.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import types
 import typing
@@ -29,10 +31,12 @@ def check(condition: bool, key: str, expected: str, value: Any) -> None:
 
 
 def check_positive(section: Any, *names: str, prefix: str) -> None:
-    """`check` that each named field of `section` that is set (not None) is > 0."""
+    """`check` that each named field of `section` that is set (not None) is finite and > 0."""
     for name in names:
         value = getattr(section, name)
         if value is not None:
+            if isinstance(value, float):
+                check(math.isfinite(value), f"{prefix}.{name}", "a finite number", value)
             check(value > 0, f"{prefix}.{name}", "> 0", value)
 
 
@@ -49,6 +53,8 @@ def _coerce(value: Any, annotation: Any, key: str) -> Any:
         check(isinstance(value, bool), key, "true or false", value)
     elif annotation is int:
         check(isinstance(value, int) and not isinstance(value, bool), key, "an integer", value)
+        # TensorFlow counts steps (and takes seeds and sizes) in int64
+        check(-(2**63) <= value < 2**63, key, "an integer that fits in 64 bits", value)
     elif annotation is float:
         if isinstance(value, str):  # yaml reads 1e-3 (no dot) as a string
             try:
@@ -58,7 +64,7 @@ def _coerce(value: Any, annotation: Any, key: str) -> Any:
         check(
             isinstance(value, (int, float)) and not isinstance(value, bool), key, "a number", value
         )
-        value = float(value)
+        value = _finite(value, key)
     elif annotation is str:
         check(isinstance(value, str), key, "a string", value)
     elif origin is tuple:  # tuple[str, ...] or tuple[int, ...]
@@ -72,6 +78,17 @@ def _coerce(value: Any, annotation: Any, key: str) -> Any:
         check(isinstance(value, Mapping), key, "a mapping", value)
         value = dict(value)
     return value
+
+
+def _finite(value: int | float, key: str) -> float:
+    """`value` as a float; ValueError naming `key` for nan, ±inf or an int too large for a
+    float: no setting of a run (a rate, a weight, a probability) means anything there."""
+    try:
+        number = float(value)
+    except OverflowError:  # an integer beyond the largest float
+        number = math.inf
+    check(math.isfinite(number), key, "a finite number", value)
+    return number
 
 
 def from_dict(cls, values: Any, prefix: str = ""):

@@ -20,6 +20,7 @@ their own top-level dataclass from these sections and reuse it.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import re
 from collections.abc import Mapping
@@ -49,6 +50,7 @@ POLICIES = {"float32": "float32", "bfloat16": "mixed_bfloat16"}  # name -> Keras
 PRECISIONS = tuple(POLICIES)
 # BERT's: no weight decay on LayerNorm / NoNorm scales and shifts, nor on biases.
 DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY = (r"/gamma$", r"/beta$", r"bias$")
+MAX_SEED = 2**32 - 1  # the largest seed NumPy (and so tf_keras.utils.set_random_seed) takes
 
 
 def _choice(value: str, choices: tuple[str, ...], key: str) -> None:
@@ -142,7 +144,13 @@ class OptimizerSection:
 
     def __post_init__(self):
         _choice(self.type, OPTIMIZERS, "trainer.optimizer.type")
-        check_positive(self, "global_clipnorm", prefix="trainer.optimizer")
+        check_positive(self, "epsilon", "global_clipnorm", prefix="trainer.optimizer")
+        check(
+            math.isfinite(self.weight_decay_rate) and self.weight_decay_rate >= 0,
+            "trainer.optimizer.weight_decay_rate",
+            "a finite number >= 0 (0: no weight decay)",
+            self.weight_decay_rate,
+        )
         for name in ("beta_1", "beta_2"):
             check(
                 0 <= getattr(self, name) < 1,
@@ -197,6 +205,12 @@ class LoopSection:
 
     def __post_init__(self):
         check_positive(self, "batch_size", "eval_batch_size", "log_interval", prefix="trainer")
+        check(
+            0 <= self.seed <= MAX_SEED,
+            "trainer.seed",
+            f"in [0, 2**32 - 1 = {MAX_SEED}] (NumPy's seeds)",
+            self.seed,
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -284,7 +298,10 @@ class PretrainExperiment:
 def load_experiment(
     path: str | os.PathLike, params_override: str | None = None, cls=PretrainExperiment
 ):
-    """Reads an experiment yaml, applies `params_override`, validates; errors name the file."""
+    """Reads an experiment yaml, applies `params_override`, validates; errors name the file.
+
+    A file with no settings at all (empty, or only comments) is refused: taking it as every
+    default would start a run nobody described."""
     path = os.fspath(path)
     if not os.path.isfile(path):
         raise FileNotFoundError(f"experiment config file not found: {path}")
@@ -295,6 +312,12 @@ def load_experiment(
         raise ValueError(f"{path}: not a text file ({e}); expected an experiment yaml") from None
     except yaml.YAMLError as e:
         raise ValueError(f"{path}: not valid yaml ({e})") from None
+    if values is None:  # nothing but comments and blank lines: not "every default"
+        raise ValueError(
+            f"{path}: the file holds no settings (it is empty, or only comments); expected "
+            "an experiment yaml with sections such as model, data and trainer "
+            "(see experiments/*.yaml)"
+        )
     try:
         config = from_dict(cls, values)
     except ValueError as e:

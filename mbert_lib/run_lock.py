@@ -30,25 +30,47 @@ class RunLockedError(ValueError):
     error the command line reports in one line)."""
 
 
+def _check_not_a_file(out_dir: Path, flag: str) -> None:
+    """ValueError when out_dir, or the nearest of its parents that exists, is a file."""
+    path = out_dir
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    if path.exists() and not path.is_dir():
+        what = "is a file" if path == out_dir else f"is inside {path}, which is a file"
+        raise ValueError(
+            f"{flag} {out_dir} {what}; expected a directory (a new one, or one this command "
+            "wrote before)"
+        )
+
+
 @contextlib.contextmanager
-def run_lock(out_dir: str | os.PathLike, flag: str = "--out") -> Iterator[None]:
-    """Holds DIR/.lock for the block; RunLockedError if another process holds it.
+def run_lock(out_dir: str | os.PathLike, flag: str = "--out", wait: float = 0.0) -> Iterator[None]:
+    """Holds DIR/.lock for the block; RunLockedError if another process holds it for
+    longer than `wait` seconds (0: refused at once; a data cache that another run is
+    reading waits its turn, seconds when nothing is to be written).
 
     `flag`: the option that names the directory, for the message.
     """
     out_dir = Path(out_dir)
+    _check_not_a_file(out_dir, flag)
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / LOCK_FILE
+    deadline = time.monotonic() + wait
     with open(path, "a+", encoding="utf-8") as f:
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            f.seek(0)
-            holder = f.read().strip() or "a process that did not say which"
-            raise RunLockedError(
-                f"{out_dir} is in use by another run ({holder}): wait for it to finish, "
-                f"or give this one another directory ({flag})"
-            ) from None
+        while True:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() < deadline:
+                    time.sleep(0.5)
+                    continue
+                f.seek(0)
+                holder = f.read().strip() or "a process that did not say which"
+                raise RunLockedError(
+                    f"{out_dir} is in use by another run ({holder}): wait for it to finish, "
+                    f"or give this one another directory ({flag})"
+                ) from None
         f.seek(0)
         f.truncate()
         f.write(

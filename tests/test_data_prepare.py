@@ -1,5 +1,8 @@
 """The prepare step end to end on a fixture directory: outputs, stage reuse, no leaks."""
 
+import os
+import time
+
 import numpy as np
 import pytest
 
@@ -7,10 +10,12 @@ from mbert_lib.data import (
     load_tokenizer,
     make_pretraining_dataset,
     parse_documents,
+    prepare,
     prepare_pretraining_data,
     read_manifest,
 )
 from mbert_lib.data.errors import DataError
+from mbert_lib.run_lock import RunLockedError, run_lock
 
 WORDS = (
     "river castle engine storm garden letter silver market winter bridge harbor forest "
@@ -162,6 +167,29 @@ def test_a_given_vocab_does_not_stay_in_a_shared_cache_under_the_trained_ones_re
     )
     same = prepare_pretraining_data("local", data_dir, out, **quiet, **OPTIONS)
     assert same.reused == {"corpus": True, "tokenizer": True, "examples": True}
+
+
+def test_a_cache_held_by_another_run_is_waited_for_then_refused_naming_it(
+    data_dir, tmp_path, monkeypatch
+):
+    """Two runs preparing into one data.cache_dir would mix their files: while one holds the
+    cache's lock (here: this process, through another open file), the other waits up to
+    CACHE_WAIT_SECONDS (shortened here), then is refused before it writes, told who holds
+    it."""
+    monkeypatch.setattr(prepare, "CACHE_WAIT_SECONDS", 1.0)
+    out = tmp_path / "shared"
+    with run_lock(out, "data.cache_dir"):
+        start = time.monotonic()
+        with pytest.raises(
+            RunLockedError,
+            match=rf"{out} is in use by another run \(pid {os.getpid()} on .*\): wait for it "
+            r"to finish, or give this one another directory \(data.cache_dir\)",
+        ):
+            prepare_pretraining_data("local", data_dir, out, log=lambda _: None, **OPTIONS)
+        assert time.monotonic() - start >= 1.0  # it waited its turn first
+    assert sorted(p.name for p in out.iterdir()) == [".lock"]
+    prepared = prepare_pretraining_data("local", data_dir, out, log=lambda _: None, **OPTIONS)
+    assert prepared.reused == {"corpus": False, "tokenizer": False, "examples": False}
 
 
 def test_a_data_section_reaches_preparation_field_by_field(monkeypatch):

@@ -133,6 +133,38 @@ def test_a_line_over_the_limit_is_refused_at_once_naming_its_number(data_dir, mo
         wikitext.read_local(data_dir, splits=["valid"])
 
 
+def test_a_byte_order_mark_is_dropped_by_both_readers(data_dir):
+    """A Windows editor's UTF-8 BOM: not a character of the first header (SST-2) nor of
+    the first line of text (WikiText)."""
+    for path in (data_dir / "glue" / "SST-2" / "train.tsv", data_dir / "wikitext-2" / "valid.txt"):
+        path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    assert glue.load_sst2("train", data_dir=data_dir)[0] == ("a gorgeous film", 1)
+    documents, _ = wikitext.read_local(data_dir, splits=["valid"])
+    assert documents[0][0] == "Homarus gammarus , a species of [UNK] lobster ."
+    assert not any("\ufeff" in s for d in documents for s in d)
+
+
+def test_a_training_file_of_one_label_is_refused(data_dir):
+    """Every training example labelled 0: a classifier would learn to answer 0 whatever the
+    sentence. The dev and test files may hold one class (a small labeled test set can)."""
+    sst2 = data_dir / "glue" / "SST-2"
+    (sst2 / "train.tsv").write_text("sentence\tlabel\ngood\t0\nbad\t0\n", encoding="utf-8")
+    with pytest.raises(
+        DataError,
+        match=r"train.tsv: all 2 training examples have the label '0'; a classifier needs "
+        r"examples of more than one of SST-2's classes \['0', '1'\]",
+    ):
+        glue.load_sst2("train", data_dir=data_dir)
+    (sst2 / "dev.tsv").write_text("sentence\tlabel\ngood\t1\n", encoding="utf-8")
+    assert glue.load_sst2("dev", data_dir=data_dir) == [("good", 1)]
+    stsb = data_dir / "glue" / "STS-B"
+    stsb.mkdir()
+    header = "\t".join("index genre file year old s1 s2 sentence1 sentence2 score".split())
+    row = "\t".join("0 g f y 0 s s a b 2.5".split())
+    (stsb / "train.tsv").write_text(f"{header}\n{row}\n{row}\n", encoding="utf-8")
+    assert len(glue.load_glue("stsb", "train", data_dir=data_dir)) == 2  # a regression: scores
+
+
 def test_sst2_missing_directory_and_file(tmp_path, data_dir):
     with pytest.raises(FileNotFoundError, match="no SST-2 directory.*glue/SST-2"):
         glue.load_sst2("train", data_dir=tmp_path / "wikitext-2")

@@ -12,7 +12,9 @@ Each module defines:
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
+import os
 import pkgutil
 import sys
 from pathlib import Path
@@ -57,20 +59,43 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _disk_full(error: Exception) -> str | None:
+    """The one-line report of a full disk (an OSError or TensorFlow's error), else None."""
+    # on use: the pipeline package loads TensorFlow, which --help must not
+    from mbert_lib.pipeline.checks import is_disk_full
+
+    if not is_disk_full(error):
+        return None
+    lines = str(error).splitlines()  # TensorFlow's text can run to many lines
+    where = getattr(error, "filename", None) or next(
+        (line.strip() for line in lines if os.strerror(errno.ENOSPC) in line), " ".join(lines)
+    )
+    return (
+        f"disk full ({where}). Nothing was half-written (files are written to a temporary "
+        "name, then renamed): free some space and run the same command again; a training "
+        "run resumes from its last checkpoint"
+    )
+
+
+def _os_error(error: OSError) -> str:
+    """The one-line report of a read-only or full disk, a permission, a file in the way."""
+    where = f"{error.filename}: " if error.filename else ""
+    if error.errno == errno.EEXIST and error.filename and os.path.isfile(error.filename):
+        return f"{error.filename} is a file; expected a directory there (or choose another path)"
+    if error.errno == errno.ENOTDIR and error.filename:
+        return f"{where}a part of this path is a file; expected directories (or choose another)"
+    return (
+        f"{where}{error.strerror or error} (is it writable, with space left? Or choose "
+        "another directory)"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args._run(args) or 0)
-    except (CommandError, ValueError, FileNotFoundError) as e:
+    except (CommandError, ValueError, FileNotFoundError, FloatingPointError) as e:
         print(f"error: {e}", file=sys.stderr)
-        return 2
-    except OSError as e:  # a read-only or full disk, a permission: the file, not a traceback
-        where = f"{e.filename}: " if e.filename else ""
-        print(
-            f"error: {where}{e.strerror or e} (is it writable, with space left? Or choose "
-            "another directory)",
-            file=sys.stderr,
-        )
         return 2
     except KeyboardInterrupt:
         print(
@@ -78,3 +103,9 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 130
+    except Exception as e:  # a full disk (OSError or TensorFlow's), a read-only one, ...
+        message = _disk_full(e) or (_os_error(e) if isinstance(e, OSError) else None)
+        if message is None:
+            raise
+        print(f"error: {message}", file=sys.stderr)
+        return 2

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import tempfile
 
 
 def _int_at_least(minimum: int, expected: str):
@@ -25,10 +26,31 @@ nonnegative_int = _int_at_least(0, "an integer >= 0")  # untimed warm-up steps
 
 def output_file(text: str) -> str:
     """A file to write: not a directory (nor a path ending in a separator); its parent is
-    created when the file is written."""
+    created when the file is written, in a place that takes files now (a read-only or
+    full disk is found before the work whose results the file would hold)."""
     if text.endswith(("/", os.sep)) or os.path.isdir(text):
         raise argparse.ArgumentTypeError(f"expected a file to write, got the directory {text!r}")
+    _check_writable(os.path.dirname(os.path.abspath(text)), text)
     return text
+
+
+def _check_writable(directory: str, text: str) -> None:
+    """ArgumentTypeError unless a file can be made in `directory`, or in its nearest existing
+    parent when it does not exist yet: tried with an unnamed temporary file, gone at once."""
+    while not os.path.exists(directory):
+        directory = os.path.dirname(directory)
+    if not os.path.isdir(directory):
+        raise argparse.ArgumentTypeError(
+            f"expected a file to write, got {text!r}: {directory} in its path is a file"
+        )
+    try:
+        with tempfile.TemporaryFile(dir=directory):
+            pass
+    except OSError as e:
+        raise argparse.ArgumentTypeError(
+            f"cannot write {text!r}: {directory} does not take files ({e.strerror}); "
+            "choose a writable place"
+        ) from None
 
 
 def check_seq_length(seq_length: int, configs: dict, flag: str = "--seq_length") -> None:

@@ -4,6 +4,7 @@ preprocessing SavedModels, a fine-tuned classifier as one serving SavedModel (st
 import os
 
 from mbert_lib.cli import CommandError
+from mbert_lib.cli._args import check_seq_length
 from mbert_lib.config import MobileBertConfig
 
 HELP = (
@@ -79,11 +80,15 @@ def run(args) -> int:
         if os.path.exists(path) and not args.overwrite:
             raise CommandError(f"{path} already exists (use --overwrite)")
     # on use: building the parser (--help) must not load TensorFlow
-    from mbert_lib.checkpoints import load_model
+    from mbert_lib.checkpoints import load_config, load_model
     from mbert_lib.data.tokenizer import load_tokenizer
 
     do_lower_case = load_tokenizer(vocab_file, args.do_lower_case).do_lower_case
-    config = MobileBertConfig.from_json_file(args.config) if args.config else None
+    config = load_config(
+        args.checkpoint, MobileBertConfig.from_json_file(args.config) if args.config else None
+    )
+    if args.seq_length is not None:
+        check_seq_length(args.seq_length, {"the model": config})
     model = load_model(args.checkpoint, kind, config)
     if kind == "classifier":
         # on use: building the parser (--help) must not load TensorFlow

@@ -3,8 +3,6 @@
 import os
 import tempfile
 
-import numpy as np
-
 from mbert_lib.cli import CommandError
 from mbert_lib.config import MobileBertConfig
 from mbert_lib.export.tflite_metadata import check_metadata_target, support_python
@@ -98,7 +96,7 @@ def run(args) -> int:
     # on use: building the parser (--help) must not load TensorFlow
     from mbert_lib.checkpoints import load_config, load_model
     from mbert_lib.convert.hf import vocab_beside
-    from mbert_lib.export import representative, tflite, tflite_metadata
+    from mbert_lib.export import inference, representative, tflite, tflite_metadata
 
     if args.seq_length < 1:
         raise CommandError(f"--seq_length must be positive, got {args.seq_length}")
@@ -134,14 +132,13 @@ def run(args) -> int:
             raise CommandError(
                 f"--int8_mask_penalty must be a number or 'none', got {args.int8_mask_penalty!r}"
             ) from None
+        inference.check_mask_penalty(penalty, "--int8_mask_penalty")
     if args.precision == "int8":
         if args.calibration:
-            with np.load(args.calibration) as data:
-                features = {name: data[name] for name in data.files}
             try:
-                representative.check_features(features, args.seq_length)
+                features = representative.load_features(args.calibration, args.seq_length)
             except ValueError as e:
-                raise CommandError(f"--calibration {args.calibration}: {e}") from None
+                raise CommandError(f"--calibration {e}") from None
         elif args.random_calibration:
             features = representative.random_features(
                 args.calibration_limit, args.seq_length, config.vocab_size, config.type_vocab_size

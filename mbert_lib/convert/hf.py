@@ -25,7 +25,7 @@ import os
 from pathlib import Path
 
 import numpy as np
-from safetensors import safe_open
+from safetensors import SafetensorError, safe_open
 from safetensors.numpy import save_file
 
 from mbert_lib import atomic
@@ -161,6 +161,19 @@ def _hf_unused(config: MobileBertConfig) -> dict[str, tuple]:
     return unused
 
 
+def _read_safetensors(path: str) -> dict[str, np.ndarray]:
+    """Every tensor of a .safetensors file; ValueError naming the file when it is not one
+    (garbage, or a download cut short)."""
+    try:
+        with safe_open(path, framework="numpy") as f:
+            return {k: f.get_tensor(k) for k in f.keys()}
+    except SafetensorError as e:
+        raise ValueError(
+            f"{path}: not a readable safetensors file ({e}); expected the {WEIGHTS_FILE} of a "
+            "Hugging Face model, whole (a download cut short?)"
+        ) from None
+
+
 def read_hf_directory(model_dir: str | os.PathLike):
     """(config, TF1-named float32 arrays, report) from a Hugging Face model directory; strict."""
     model_dir = os.fspath(model_dir)
@@ -177,8 +190,7 @@ def read_hf_directory(model_dir: str | os.PathLike):
             config, ignored = config_from_hf(json.load(f), config_path)
         except json.JSONDecodeError as e:
             raise ValueError(f"{config_path}: not valid JSON ({e})") from None
-    with safe_open(weights_path, framework="numpy") as f:
-        tensors = {k: f.get_tensor(k) for k in f.keys()}
+    tensors = _read_safetensors(weights_path)
 
     entries = name_map(config)
     notes = [f"ignored Hugging Face-only config keys: {', '.join(ignored)}"] if ignored else []

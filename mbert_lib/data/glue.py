@@ -18,7 +18,8 @@ Splits are named "train", "dev", "test" for every source. Every example is
 a `GlueExample(text_a, text_b, label)`: text_b is None for single-sentence
 tasks; the label is the class id (the position of the raw label in the
 task's `labels`, the hub's ids) or, for STS-B, a float. A label outside the
-task's classes is an error naming the file and line (or the hub row).
+task's classes is an error naming the file and line (or the hub row), and so
+is a classification task's training split whose examples all have one label.
 """
 
 from __future__ import annotations
@@ -244,18 +245,39 @@ def load_glue(
             f"unknown {fmt.directory} split {split!r}; expected one of {tuple(SPLIT_FILES)}"
         )
     if source == "hub":
-        return _hub_examples(fmt, split, hub_loader)
-    if source == "local":
+        examples = _hub_examples(fmt, split, hub_loader)
+        where = f"hub {HUB_PATH}/{fmt.hub_config} split {_HUB_SPLITS[split]}"
+    elif source == "local":
         resolved = resolve_data_dir(data_dir)
         if resolved is None:
             raise DataError(
                 f"{fmt.directory} source 'local' needs a directory: pass data_dir "
                 "(--data-dir) or set MBERT_DATA_DIR"
             )
-        return read_glue_tsv(find_task_dir(resolved, fmt.directory) / SPLIT_FILES[split], fmt)
+        path = find_task_dir(resolved, fmt.directory) / SPLIT_FILES[split]
+        examples, where = read_glue_tsv(path, fmt), str(path)
+    else:
+        raise DataError(
+            f"unknown {fmt.directory} source {source!r}; expected 'local' or 'hub' "
+            "(GLUE has no builtin copy; the offline labeled task is 'builtin_shuffled')"
+        )
+    if split == "train":
+        check_classes(examples, fmt, where)
+    return examples
+
+
+def check_classes(examples: list[GlueExample], fmt: GlueFormat, where: str) -> None:
+    """DataError when every training example of a classification task has one label: a
+    classifier trained on it learns to answer that label whatever the sentence, and its
+    dev accuracy would only be that label's share. Such a file is a broken one (a label
+    column overwritten, the rows of one class only), not a task."""
+    if fmt.labels is None or len({e.label for e in examples}) > 1:
+        return
     raise DataError(
-        f"unknown {fmt.directory} source {source!r}; expected 'local' or 'hub' "
-        "(GLUE has no builtin copy; the offline labeled task is 'builtin_shuffled')"
+        f"{where}: all {len(examples):,} training examples have the label "
+        f"{fmt.labels[examples[0].label]!r}; a classifier needs examples of more than one "
+        f"of {fmt.directory}'s classes {list(fmt.labels)} to learn from (is this the task's "
+        "whole training set?)"
     )
 
 

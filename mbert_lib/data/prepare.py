@@ -14,6 +14,11 @@ parameters): a finished stage is never redone. The held-out documents
 (`heldout_fraction` of them, chosen by content hash) give the eval split used
 for MLM accuracy / perplexity; they are not in the tokenizer's training text
 or in the train examples.
+
+While it reads or writes, a preparation holds `<output dir>/.lock` (mbert_lib.run_lock):
+two runs sharing one cache (`data.cache_dir`) cannot mix their files. The second waits
+its turn (seconds when the cache is already made) and is refused, naming the first, only
+after CACHE_WAIT_SECONDS.
 """
 
 from __future__ import annotations
@@ -40,9 +45,11 @@ from mbert_lib.data.text import format_documents, parse_documents
 from mbert_lib.data.tfrecord import build_examples_cache
 from mbert_lib.data.tokenizer import WordPieceTokenizer, load_tokenizer, save_tokenizer
 from mbert_lib.data.wordpiece_trainer import TRAINER_VERSION, train_wordpiece
+from mbert_lib.run_lock import run_lock
 from mbert_lib.runtime import REPO_ROOT
 
 DEFAULT_DATA_ROOT = REPO_ROOT / "data"
+CACHE_WAIT_SECONDS = 900  # another run preparing into the same cache: wait, then refuse
 TOKENIZER_MIN_FREQUENCY, TOKENIZER_LIMIT_ALPHABET = 2, 1000
 
 
@@ -153,81 +160,84 @@ def prepare_pretraining_data(
     for file in corpus.files:
         file.warn_on_mismatch()
     output_dir = Path(output_dir) if output_dir else DEFAULT_DATA_ROOT / "pretraining" / corpus.name
-    train_docs, heldout_docs = split_heldout(corpus.documents, heldout_fraction)
-    train_text, heldout_text = format_documents(train_docs), format_documents(heldout_docs)
-    written = [
-        _write_if_changed(output_dir / "corpus" / name, text)
-        for name, text in (("train.txt", train_text), ("heldout.txt", heldout_text))
-    ]
-    _write_if_changed(
-        output_dir / "corpus" / "sources.json",
-        json.dumps(
-            {"corpus": corpus.name, "files": [dataclasses.asdict(f) for f in corpus.files]},
-            indent=2,
+    # One writer per cache directory: two runs preparing different data into it at once
+    # would mix their files (a corpus of one, the examples of the other).
+    with run_lock(output_dir, "data.cache_dir", wait=CACHE_WAIT_SECONDS):
+        train_docs, heldout_docs = split_heldout(corpus.documents, heldout_fraction)
+        train_text, heldout_text = format_documents(train_docs), format_documents(heldout_docs)
+        written = [
+            _write_if_changed(output_dir / "corpus" / name, text)
+            for name, text in (("train.txt", train_text), ("heldout.txt", heldout_text))
+        ]
+        _write_if_changed(
+            output_dir / "corpus" / "sources.json",
+            json.dumps(
+                {"corpus": corpus.name, "files": [dataclasses.asdict(f) for f in corpus.files]},
+                indent=2,
+            )
+            + "\n",
         )
-        + "\n",
-    )
-    reused["corpus"] = not any(written)
-    seconds["corpus"] = time.perf_counter() - start
-    log(
-        f"held out {len(heldout_docs)} of {len(corpus.documents)} documents "
-        f"({sum(map(len, heldout_docs)):,} sentences) -> {output_dir / 'corpus'}"
-    )
-
-    start = time.perf_counter()
-    tokenizer_dir = output_dir / "tokenizer"
-    tokenizer, reused["tokenizer"] = _tokenizer_stage(
-        tokenizer_dir, train_text, vocab_file, vocab_size, do_lower_case
-    )
-    seconds["tokenizer"] = time.perf_counter() - start
-    log(
-        f"tokenizer: {tokenizer} ({'reused' if reused['tokenizer'] else 'written'}) "
-        f"-> {tokenizer_dir}"
-    )
-
-    start = time.perf_counter()
-    eval_config = dataclasses.replace(config, dupe_factor=eval_dupe_factor, seed=seed + 1)
-    key = {
-        "examples": config.to_dict(),
-        "eval_examples": eval_config.to_dict(),
-        "train_text_sha256": sha256_bytes(train_text.encode("utf-8")),
-        "heldout_text_sha256": sha256_bytes(heldout_text.encode("utf-8")),
-        "tokenizer_sha256": tokenizer.sha256,
-    }
-
-    def make_examples():
-        splits = {}
-        for split, text, cfg in (
-            ("train", train_text, config),
-            ("eval", heldout_text, eval_config),
-        ):
-            docs = tokenize_documents(tokenizer, parse_documents(text))
-            splits[split] = create_examples(docs, tokenizer, cfg, progress=progress)
-        extra = {
-            "corpus": corpus.name,
-            "seq_length": seq_length,
-            "max_predictions_per_seq": max_predictions_per_seq,
-            "vocab_size": tokenizer.vocab_size,
-            "do_lower_case": tokenizer.do_lower_case,
-            "statistics": {s: example_statistics(a, tokenizer) for s, a in splits.items()},
-        }
-        return splits, extra
-
-    examples_dir = output_dir / "examples"
-    manifest, reused["examples"] = build_examples_cache(examples_dir, key, make_examples)
-    seconds["examples"] = time.perf_counter() - start
-    for split in ("train", "eval"):
-        stats = manifest["statistics"][split]
-        size = (examples_dir / manifest["files"][split]).stat().st_size
+        reused["corpus"] = not any(written)
+        seconds["corpus"] = time.perf_counter() - start
         log(
-            f"{split}: {stats['examples']:,} examples, {stats['tokens']:,} tokens "
-            f"({stats['tokens'] / stats['examples'] / seq_length:.1%} of the slots filled), "
-            f"{stats['predictions'] / stats['maskable']:.1%} of the maskable tokens predicted, "
-            f"NSP random {stats['random_next'] / stats['examples']:.1%}, "
-            f"{size / 1e6:.1f} MB ({'reused' if reused['examples'] else 'written'})"
+            f"held out {len(heldout_docs)} of {len(corpus.documents)} documents "
+            f"({sum(map(len, heldout_docs)):,} sentences) -> {output_dir / 'corpus'}"
         )
-    log("seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in seconds.items()))
-    return PreparedData(output_dir, tokenizer_dir, examples_dir, manifest, reused, seconds)
+
+        start = time.perf_counter()
+        tokenizer_dir = output_dir / "tokenizer"
+        tokenizer, reused["tokenizer"] = _tokenizer_stage(
+            tokenizer_dir, train_text, vocab_file, vocab_size, do_lower_case
+        )
+        seconds["tokenizer"] = time.perf_counter() - start
+        log(
+            f"tokenizer: {tokenizer} ({'reused' if reused['tokenizer'] else 'written'}) "
+            f"-> {tokenizer_dir}"
+        )
+
+        start = time.perf_counter()
+        eval_config = dataclasses.replace(config, dupe_factor=eval_dupe_factor, seed=seed + 1)
+        key = {
+            "examples": config.to_dict(),
+            "eval_examples": eval_config.to_dict(),
+            "train_text_sha256": sha256_bytes(train_text.encode("utf-8")),
+            "heldout_text_sha256": sha256_bytes(heldout_text.encode("utf-8")),
+            "tokenizer_sha256": tokenizer.sha256,
+        }
+
+        def make_examples():
+            splits = {}
+            for split, text, cfg in (
+                ("train", train_text, config),
+                ("eval", heldout_text, eval_config),
+            ):
+                docs = tokenize_documents(tokenizer, parse_documents(text))
+                splits[split] = create_examples(docs, tokenizer, cfg, progress=progress)
+            extra = {
+                "corpus": corpus.name,
+                "seq_length": seq_length,
+                "max_predictions_per_seq": max_predictions_per_seq,
+                "vocab_size": tokenizer.vocab_size,
+                "do_lower_case": tokenizer.do_lower_case,
+                "statistics": {s: example_statistics(a, tokenizer) for s, a in splits.items()},
+            }
+            return splits, extra
+
+        examples_dir = output_dir / "examples"
+        manifest, reused["examples"] = build_examples_cache(examples_dir, key, make_examples)
+        seconds["examples"] = time.perf_counter() - start
+        for split in ("train", "eval"):
+            stats = manifest["statistics"][split]
+            size = (examples_dir / manifest["files"][split]).stat().st_size
+            log(
+                f"{split}: {stats['examples']:,} examples, {stats['tokens']:,} tokens "
+                f"({stats['tokens'] / stats['examples'] / seq_length:.1%} of the slots filled), "
+                f"{stats['predictions'] / stats['maskable']:.1%} of the maskable tokens predicted, "
+                f"NSP random {stats['random_next'] / stats['examples']:.1%}, "
+                f"{size / 1e6:.1f} MB ({'reused' if reused['examples'] else 'written'})"
+            )
+        log("seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in seconds.items()))
+        return PreparedData(output_dir, tokenizer_dir, examples_dir, manifest, reused, seconds)
 
 
 def prepare_data_section(

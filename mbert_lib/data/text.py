@@ -39,10 +39,11 @@ _BOUNDARY = re.compile(r"[.!?][\"'”’)\]]*\s+(?=[\"'“‘(\[]?[A-Z])")
 
 def read_text(path: str | Path) -> str:
     """The contents of UTF-8 text file `path`, every line checked against MAX_LINE_CHARS;
-    DataError naming the file (and line) when it is not such a file."""
+    DataError naming the file (and line) when it is not such a file. A leading byte-order
+    mark (what some Windows editors write) is dropped, not read as text."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as e:
         raise DataError(f"{path}: not UTF-8 text ({e})") from e
     lengths = list(map(len, text.split("\n")))

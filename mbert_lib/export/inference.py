@@ -33,6 +33,18 @@ from mbert_lib.models import Classifier, MobileBertEncoder, _unpack_inputs
 DEFAULT_MASK_PENALTY = 20.0
 
 
+def check_mask_penalty(mask_penalty: float, name: str = "mask_penalty") -> None:
+    """ValueError naming `name` unless c is a finite number > 0: c <= 0 does not mask padded
+    keys at all, nan or inf turns every score into nan (or aborts the interpreter)."""
+    if not (math.isfinite(mask_penalty) and mask_penalty > 0):
+        raise ValueError(
+            f"{name} must be a finite number > 0, got {mask_penalty}; a few tens is sensible: "
+            f"{DEFAULT_MASK_PENALTY:g} (the default) already leaves a padded key a weight of "
+            "about 2e-9 of the best real key's, and a larger c only widens the scores' int8 "
+            "range (as -1e9 did)"
+        )
+
+
 def _scores(attention, qk, keep, mask_penalty: float):
     """The masked, scaled scores [B, N, T, S] that enter the softmax. keep: [B, 1, 1, S]."""
     q = attention.query(qk)  # [B, T, N, d]

@@ -6,10 +6,14 @@ tokenizer pipeline produces and the Keras models read. Calibration should
 use real sentences tokenized like the deployment inputs (padding included:
 the ranges the converter records are those it sees); `random_features`
 exists for tests and for latency benchmarks, where values do not matter.
+On disk they are an .npz (`np.savez`), read back by `load_features`.
 """
 
 from __future__ import annotations
 
+import os
+import zipfile
+import zlib
 from collections.abc import Callable, Iterator, Mapping
 
 import numpy as np
@@ -29,6 +33,34 @@ def check_features(features: Mapping[str, np.ndarray], seq_length: int | None = 
     if seq_length is not None and first[1] != seq_length:
         raise ValueError(f"features have seq_length {first[1]}, the model expects {seq_length}")
     return int(first[0])
+
+
+def load_features(path: str | os.PathLike, seq_length: int | None = None) -> dict[str, np.ndarray]:
+    """The features of an .npz file (one [n, seq_length] integer array per input name, as
+    `np.savez` writes them); ValueError naming the file and the format otherwise."""
+    expected = (
+        f"expected an .npz of {', '.join(INPUT_NAMES)}, each an [n, seq_length] integer array "
+        "(np.savez(path, input_word_ids=..., input_mask=..., input_type_ids=...))"
+    )
+    try:
+        loaded = np.load(path, allow_pickle=False)
+        if isinstance(loaded, np.lib.npyio.NpzFile):
+            with loaded as data:
+                features = {name: data[name] for name in data.files}
+    except FileNotFoundError:
+        raise
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error) as e:
+        raise ValueError(f"{path}: not a readable .npz ({e}); {expected}") from None
+    if not isinstance(loaded, np.lib.npyio.NpzFile):
+        raise ValueError(f"{path}: a single array (a .npy file); {expected}")
+    bad = [n for n in INPUT_NAMES if n in features and features[n].dtype.kind not in "iu"]
+    if bad:
+        raise ValueError(f"{path}: {bad} are not integer arrays; {expected}")
+    try:
+        check_features(features, seq_length)
+    except ValueError as e:
+        raise ValueError(f"{path}: {e}") from None
+    return features
 
 
 def random_features(

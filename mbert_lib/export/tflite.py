@@ -193,6 +193,8 @@ def convert(
     converter cannot produce it.
     """
     penalty = int8_mask_penalty if precision == "int8" else None
+    if penalty is not None:
+        inference.check_mask_penalty(penalty, "int8_mask_penalty")
     function = serving_function(
         model, seq_length, batch_size, penalty, dynamic_shape, probabilities
     )

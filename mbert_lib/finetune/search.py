@@ -61,35 +61,50 @@ def run_grid(
     log: Callable[[str], None] = print,
 ) -> list[dict]:
     """Fine-tunes every (grid point, seed); one record per run (finished runs are reused).
+    Every combination is checked before the first one trains (`grid_experiments`).
 
     `run(experiment, model_dir, data=, show_progress=, log=)` is run_finetuning.
     """
     records, loaded = [], {}
+    for point, seed, point_experiment in grid_experiments(experiment, grid, seeds):
+        directory = os.path.join(os.fspath(root), run_name(point, seed))
+        log(f"grid: {run_name(point, seed)}")
+        done = run(
+            point_experiment,
+            directory,
+            data=cached_task_data(point_experiment, loaded),
+            show_progress=show_progress,
+            log=log,
+        )
+        records.append(
+            {
+                "point": {k: _value(point_experiment, k) for k in point},
+                "seed": seed,
+                "model_dir": directory,
+                "metric": done["metric"],
+                "dev": done["eval"],
+                "best_epoch": done["best_epoch"],
+                "train_seconds": done["seconds"]["train"],
+            }
+        )
+    return records
+
+
+def grid_experiments(
+    experiment, grid: Mapping[str, Sequence[Any]], seeds: Sequence[int]
+) -> list[tuple[dict[str, Any], int, Any]]:
+    """[(point, seed, the experiment with both applied)] for every combination, all built
+    (so validated) before the first run: a bad value anywhere in the grid stops the search
+    before it trains, naming the grid point."""
+    runs = []
     for point in grid_points(grid):
         for seed in seeds:
             overrides = list(point.items()) + [("trainer.seed", seed)]
-            directory = os.path.join(os.fspath(root), run_name(point, seed))
-            log(f"grid: {run_name(point, seed)}")
-            point_experiment = apply_overrides(experiment, overrides)
-            done = run(
-                point_experiment,
-                directory,
-                data=cached_task_data(point_experiment, loaded),
-                show_progress=show_progress,
-                log=log,
-            )
-            records.append(
-                {
-                    "point": {k: _value(point_experiment, k) for k in point},
-                    "seed": seed,
-                    "model_dir": directory,
-                    "metric": done["metric"],
-                    "dev": done["eval"],
-                    "best_epoch": done["best_epoch"],
-                    "train_seconds": done["seconds"]["train"],
-                }
-            )
-    return records
+            try:
+                runs.append((point, seed, apply_overrides(experiment, overrides)))
+            except ValueError as e:
+                raise ValueError(f"grid point {run_name(point, seed)}: {e}") from None
+    return runs
 
 
 def summarize(records: Sequence[Mapping[str, Any]]) -> list[dict]:

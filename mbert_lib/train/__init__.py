@@ -10,6 +10,7 @@
     objectives.py      MLM + NSP loss and held-out metrics (the objective protocol)
     synthetic.py       SYNTHETIC pre-training batches for smoke tests
     pretrain_data.py   build_pretraining_datasets: the trainer's single data entry point
+    memory.py          a run too large for this machine's memory, refused before it starts
     pretrain.py        run_pretraining
     metrics_io.py      a run's TensorBoard scalars read back as a table
     baselines.py       context-free baselines: unigram MLM, majority-class NSP

@@ -23,6 +23,7 @@ from mbert_lib.data import (
     prepare_data_section,
     save_tokenizer,
 )
+from mbert_lib.train.memory import check_memory
 from mbert_lib.train.objectives import BATCH_KEYS
 from mbert_lib.train.strategy import create_strategy
 from mbert_lib.train.synthetic import synthetic_pretraining_dataset
@@ -131,9 +132,11 @@ def strategy_and_data(
     """The run's tf.distribute strategy and its data (built unless given), checked against
     the trainer's batch size and the number of replicas: what pre-training and distillation
     both start with. The strategy comes first: MultiWorkerMirroredStrategy must exist
-    before other TensorFlow ops run."""
+    before other TensorFlow ops run. Then a run too large for this machine's memory is
+    refused (mbert_lib.train.memory) before its data is prepared or its model built."""
     trainer, runtime = experiment.trainer, experiment.runtime
     strategy = create_strategy(runtime.distribution_strategy, runtime.devices, runtime.tpu_address)
+    check_memory(experiment, strategy.num_replicas_in_sync)
     data = data if data is not None else build_pretraining_datasets(experiment)
     check_batches(
         data.train,

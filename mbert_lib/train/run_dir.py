@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 from collections.abc import Callable, Iterator
 
 from mbert_lib.run_lock import run_lock
 from mbert_lib.train.checkpointing import read_done
-from mbert_lib.train.run_record import check_same_run, record_experiment
+from mbert_lib.train.run_record import check_same_run, holds_checkpoints, record_experiment
 
 
 def finished_run(
@@ -49,15 +50,46 @@ def finished_run(
     return done
 
 
+def _new_directories(model_dir: str) -> str | None:
+    """The topmost directory of model_dir's path that does not exist yet (what a run there
+    creates, parents included), or None when model_dir exists."""
+    path = os.path.abspath(model_dir)
+    if os.path.exists(path):
+        return None
+    while not os.path.exists(os.path.dirname(path)):
+        path = os.path.dirname(path)
+    return path
+
+
+def _remove_new_run(model_dir: str, top: str) -> None:
+    """Removes model_dir and then its parents up to `top` that are left empty."""
+    shutil.rmtree(model_dir, ignore_errors=True)
+    path, top = os.path.dirname(os.path.abspath(model_dir)), os.path.abspath(top)
+    while path.startswith(top):
+        try:
+            os.rmdir(path)
+        except OSError:  # not empty: something else lives there now
+            return
+        path = os.path.dirname(path)
+
+
 @contextlib.contextmanager
 def writing_run(experiment, model_dir: str | os.PathLike, chief: bool = True) -> Iterator[None]:
     """While a trainer writes model_dir: its lock held and its experiment recorded.
 
     Only the chief takes the lock and writes the record: under a multi-worker strategy
-    the other workers write to scratch directories of their own.
+    the other workers write to scratch directories of their own. A run that fails in a
+    directory it created, before its first checkpoint, removes that directory again (its
+    lock, its experiment record, its logs): there is nothing in it to resume.
     """
     model_dir = os.fspath(model_dir)
+    new = _new_directories(model_dir) if chief else None
     with run_lock(model_dir, "--model_dir") if chief else contextlib.nullcontext():
-        if chief:
-            record_experiment(experiment, model_dir)
-        yield
+        try:
+            if chief:
+                record_experiment(experiment, model_dir)
+            yield
+        except BaseException:
+            if new is not None and not holds_checkpoints(model_dir):
+                _remove_new_run(model_dir, new)
+            raise
