@@ -138,7 +138,7 @@ def test_a_missing_sidecar_and_an_all_labeled_budget_are_refused(setup):
 
 @pytest.mark.parametrize("bad", ["0", "-2", ".nan", ".inf"])
 def test_a_temperature_that_is_not_positive_and_finite_is_refused(bad):
-    with pytest.raises(ValueError, match="distill.temperature must be > 0"):
+    with pytest.raises(ValueError, match="distill.temperature must be (> 0|a finite number)"):
         apply_overrides(FinetuneExperiment(), f"distill.temperature={bad}")
 
 
@@ -155,3 +155,12 @@ def test_a_run_with_soft_targets_makes_train_steps_updates_and_one_evaluation(se
     assert [h["step"] for h in record["history"]] == [7]
     history = json.loads((tmp_path / "run" / "history.json").read_text())
     assert len(history) == 1
+
+
+def test_a_label_budget_of_one_class_and_a_negative_data_seed_are_refused(setup):
+    init, data_dir, _ = setup
+    with pytest.raises(ValueError, match="task.data_seed must be in"):
+        experiment(init, data_dir, "task.data_seed=-1")
+    exp = experiment(init, data_dir, "task.max_train_examples=1")
+    with pytest.raises(ValueError, match="1 training examples drawn .* all have one label"):
+        select_task_data(encode_task(exp.task, tokenizer()), exp.task)

@@ -110,6 +110,14 @@ def select_task_data(encoded: EncodedTask, section, distill=None) -> TaskData:
     labeled = _subsample(n, section.max_train_examples, section.data_seed)
     keep = _subsample(len(encoded.dev), section.max_eval_examples, section.data_seed)
     train, count = encoded.train.subset(labeled), None
+    if not encoded.task.is_regression and len(np.unique(train.labels)) < 2 <= len(
+        np.unique(encoded.train.labels)
+    ):
+        raise ValueError(
+            f"task.max_train_examples: the {len(train)} training examples drawn with "
+            f"task.data_seed {section.data_seed} all have one label; a classifier needs "
+            "examples of more than one class (draw more, or another seed)"
+        )
     if distill is not None and distill.teacher_logits:
         if encoded.task.is_regression:
             raise ValueError(f"distill: task {encoded.task.name} is a regression; no classes")

@@ -45,6 +45,12 @@ class TaskSection:
         for name in ("max_train_examples", "max_eval_examples"):
             value = getattr(self, name)
             check(value is None or value > 0, f"task.{name}", "> 0 or null", value)
+        check(
+            0 <= self.data_seed < 2**32,
+            "task.data_seed",
+            "in [0, 2**32 - 1] (NumPy's seeds)",
+            self.data_seed,
+        )
 
 
 @dataclasses.dataclass(frozen=True)
