@@ -82,6 +82,9 @@ class Step:
     uses: Callable[[Mapping[str, Any]], Sequence[str]] | None = None  # settings -> steps
     rerun: bool = False  # run even when finished (a summary of other steps' records)
     optional: bool = False  # left out of a full run; runs when named (--steps)
+    # what the step reads from outside the run (e.g. the data files' sha256): part of its
+    # fingerprint, so that other input re-runs it even with the same settings
+    inputs: Callable[[Context], Any] | None = None
 
     def used_steps(self, settings: Mapping[str, Any]) -> tuple[str, ...]:
         """The steps this step's settings name (see the module docstring)."""
@@ -137,6 +140,8 @@ def step_fingerprints(steps: Sequence[Step], ctx: Context) -> dict[str, str]:
         upstream = [prints.get(d, "") for d in step.depends] + [
             f"{d}:{prints.get(d, 'absent')}" for d in step.used_steps(settings)
         ]
+        if step.inputs is not None:
+            upstream.append(json.dumps(step.inputs(ctx), sort_keys=True, default=str))
         prints[step.name] = fingerprint(settings, upstream)
     return prints
 

@@ -15,7 +15,10 @@ reads pre-training data (`data_overrides`).
 from __future__ import annotations
 
 import dataclasses
+import functools
+import platform
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -23,6 +26,7 @@ import numpy as np
 from mbert_lib.checkpoints import load_pretrainer
 from mbert_lib.config_tree import apply_overrides
 from mbert_lib.data import make_pretraining_dataset, prepare_data_section
+from mbert_lib.data.provenance import sha256_file
 from mbert_lib.data.text import parse_documents
 from mbert_lib.experiment import DataSection, PretrainExperiment, load_experiment
 from mbert_lib.pipeline.core import Context, PipelineError, Step
@@ -165,8 +169,41 @@ def _install_shipped(ctx: Context, settings: Mapping[str, Any]) -> dict:
     }
 
 
+# The files of a data directory the pipeline reads (WikiText-2 and GLUE SST-2, in either
+# layout the loaders accept: mbert_lib/data/wikitext.py, mbert_lib/data/glue.py).
+DATA_FILE_PATTERNS = ("wikitext-2*/*", "glue/SST-2/*.tsv", "SST-2/*.tsv")
+
+
+@functools.lru_cache(maxsize=64)
+def _file_sha256(path: str, size: int, mtime_ns: int) -> str:
+    return sha256_file(path)
+
+
+def data_inputs(ctx: Context) -> dict:
+    """What the data step reads from outside the run, for its fingerprint: the source and
+    every data file's sha256 (not the directory's name: the same files elsewhere are the
+    same data), or the Python version for the builtin corpus (its text is the standard
+    library's docstrings)."""
+    if not ctx.data_dir:
+        return {"source": "builtin", "python": platform.python_version()}
+    root = Path(ctx.data_dir)
+    files = sorted({p for pattern in DATA_FILE_PATTERNS for p in root.glob(pattern) if p.is_file()})
+    return {
+        "source": "local",
+        "files": {
+            str(p.relative_to(root)): _file_sha256(str(p), p.stat().st_size, p.stat().st_mtime_ns)
+            for p in files
+        },
+    }
+
+
 STEPS = [
-    Step("data", "pre-training data: corpus, WordPiece vocabulary, MLM/NSP examples", run_data),
+    Step(
+        "data",
+        "pre-training data: corpus, WordPiece vocabulary, MLM/NSP examples",
+        run_data,
+        inputs=data_inputs,
+    ),
     Step(
         "teacher",
         "the IB-BERT teacher: the shipped one installed, or pre-trained (MLM + NSP)",
