@@ -2,6 +2,7 @@
 where an uninterrupted run ends; a finished stage (and run) is never redone."""
 
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -163,6 +164,26 @@ def test_another_strategy_or_teacher_in_the_same_model_dir_is_refused(teacher, s
             str(tmp_path / "other"),
             **QUIET,
         )
+
+
+def test_a_student_of_another_teacher_of_the_same_shape_is_refused(teacher, straight, tmp_path):
+    """Finished or not, a student asked to go on with another teacher (same shape, other
+    weights) is refused, naming both: it would be "done" for a teacher it never saw, or
+    resume and learn from two."""
+    other = make_teacher_dir(tmp_path / "other_teacher", tiny_distill_experiment(RUN), seed=7)
+    recorded = read_done(straight)["teacher"]
+    assert recorded == distill_trainer.teacher_identity(teacher)
+    with pytest.raises(ValueError, match="distilled from another teacher .* Use another"):
+        run_distillation(tiny_distill_experiment(RUN), other, straight, **QUIET)
+    unfinished = tmp_path / "unfinished"
+    os.makedirs(unfinished)
+    with open(unfinished / distill_trainer.TEACHER_FILE, "w") as f:
+        f.write(open(os.path.join(straight, distill_trainer.TEACHER_FILE)).read())
+    with pytest.raises(ValueError, match="distilled from another teacher"):
+        run_distillation(tiny_distill_experiment(RUN), other, str(unfinished), **QUIET)
+    # the same teacher copied elsewhere is the same teacher
+    copy = shutil.copytree(teacher, tmp_path / "copy")
+    assert run_distillation(tiny_distill_experiment(RUN), str(copy), straight, **QUIET)
 
 
 def test_a_damaged_stage_snapshot_is_named(straight, tmp_path):

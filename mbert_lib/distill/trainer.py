@@ -3,6 +3,8 @@
 `run_distillation(experiment, teacher_dir, model_dir)` leaves in `model_dir`:
 
     experiment.yaml                      the final config
+    teacher.json                         the teacher's directory and weights fingerprint: a
+                                         run asked to go on with another teacher is refused
     stages/init/ckpt-0                   the student before any stage (embedding + MLM
                                          head copied from the teacher) and the data position
     stages/NN_<stage>/checkpoints/ckpt-N student + that stage's optimizer + step + data position
@@ -22,6 +24,8 @@ from __future__ import annotations
 
 import dataclasses
 import filecmp
+import glob
+import hashlib
 import json
 import os
 import shutil
@@ -33,7 +37,13 @@ import tensorflow as tf
 import tf_keras
 
 from mbert_lib import atomic
-from mbert_lib.checkpoints import load_pretrainer, read_checkpoint, write_model_files
+from mbert_lib.checkpoints import (
+    load_pretrainer,
+    read_checkpoint,
+    resolve_checkpoint,
+    write_model_files,
+)
+from mbert_lib.data.provenance import sha256_file
 from mbert_lib.distill.experiment import (
     DistillExperiment,
     load_distill_experiment,
@@ -194,6 +204,43 @@ def final_eval_stage(experiment: DistillExperiment, num_layers: int) -> Stage:
     )
 
 
+# ---------------------------------------------------------------- the teacher
+TEACHER_FILE = "teacher.json"  # in a student's model_dir: which teacher it learns from
+
+
+def teacher_identity(teacher_dir: str) -> dict:
+    """{"dir", "weights_sha256"} of a teacher model directory: its weights' fingerprint, so
+    that another teacher of the same shape (a retrained one, another checkpoint) is told
+    apart from the one a student learned from."""
+    prefix = resolve_checkpoint(teacher_dir)
+    shards = sorted(glob.glob(f"{prefix}.data-*")) + [f"{prefix}.index"]
+    digest = hashlib.sha256()
+    for shard in shards:
+        digest.update(sha256_file(shard).encode())
+    return {"dir": os.path.abspath(teacher_dir), "weights_sha256": digest.hexdigest()}
+
+
+def check_teacher(model_dir: str, teacher_dir: str) -> dict:
+    """The teacher's identity, after refusing a student that began with another teacher:
+    a finished one would be reported "done" for a teacher it never saw, an unfinished one
+    would resume and learn from two teachers. ValueError naming both."""
+    identity = teacher_identity(teacher_dir)
+    path = os.path.join(model_dir, TEACHER_FILE)
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            recorded = json.load(f)
+        if recorded.get("weights_sha256") != identity["weights_sha256"]:
+            raise ValueError(
+                f"{model_dir} holds a student distilled from another teacher "
+                f"({recorded.get('dir')}, weights {str(recorded.get('weights_sha256'))[:12]}) "
+                f"than {teacher_dir} "
+                f"(weights {identity['weights_sha256'][:12]}): a finished run would be "
+                "reported for a teacher it never saw, and a resumed one would learn from two. "
+                "Use another --model_dir"
+            )
+    return identity
+
+
 # ---------------------------------------------------------------- the trainer
 def run_distillation(
     experiment: DistillExperiment,
@@ -209,6 +256,7 @@ def run_distillation(
     teacher_config = experiment.teacher.build_config()
     stages = plan_stages(experiment.distillation, student_config.num_hidden_layers)
     total = total_steps(stages)
+    teacher_id = check_teacher(model_dir, teacher_dir)
     done = finished_run(
         experiment,
         model_dir,
@@ -229,6 +277,10 @@ def run_distillation(
     chief = is_chief(strategy)
     with writing_run(experiment, model_dir, chief):
         os.makedirs(model_dir, exist_ok=True)
+        if chief:
+            atomic.write_text(
+                os.path.join(model_dir, TEACHER_FILE), json.dumps(teacher_id, indent=2) + "\n"
+            )
         log("stages: " + "; ".join(s.describe() for s in stages))
         student, records, final = _run_stages(
             experiment,
@@ -253,6 +305,7 @@ def run_distillation(
                 stages=records,
                 strategy=experiment.distillation.strategy,
                 teacher_dir=teacher_dir,
+                teacher=teacher_id,
             )
             log(f"exported the student to {model_dir}")
     return read_done(model_dir) if chief else {"train_steps": total, "eval": final}
