@@ -163,3 +163,37 @@ def test_a_finished_run_asked_with_other_training_settings_is_refused(straight):
             show_progress=False,
             log=lambda _: None,
         )
+
+
+@pytest.mark.parametrize("damage", ["missing", "garbage"])
+def test_a_lost_checkpoint_list_is_rebuilt_from_the_files_not_a_fresh_start(
+    straight, tmp_path, monkeypatch, damage
+):
+    """Killed after step 6 (ckpt-4 on disk), then the `checkpoint` state file is deleted or
+    garbled: the run resumes from ckpt-4, names what it rebuilt, and ends like the
+    uninterrupted run, instead of starting afresh over the checkpoints."""
+    model_dir, experiment = str(tmp_path), tiny_experiment(RUN)
+    update, steps = progress.Progress.update, []
+
+    def killed_after_step_6(self, metrics):
+        update(self, metrics)
+        steps.append(1)
+        if len(steps) == 6:
+            raise KeyboardInterrupt("simulated kill")
+
+    monkeypatch.setattr(progress.Progress, "update", killed_after_step_6)
+    with pytest.raises(KeyboardInterrupt):
+        run_pretraining(experiment, model_dir, show_progress=False, log=lambda _: None)
+    monkeypatch.undo()
+    state = os.path.join(model_dir, "checkpoints", "checkpoint")
+    if damage == "missing":
+        os.remove(state)
+    else:
+        with open(state, "w") as f:
+            f.write("model_checkpoint_path: {{{ not a checkpoint list\n")
+    messages = []
+    run_pretraining(experiment, model_dir, show_progress=False, log=messages.append)
+    assert any("read the 1 checkpoint(s) on disk instead (ckpt-4)" in m for m in messages)
+    assert any("resumed from" in m and "at step 4" in m for m in messages), messages
+    assert not any("starting a fresh run" in m for m in messages)
+    assert read_done(model_dir)["eval"] == pytest.approx(read_done(straight)["eval"], rel=1e-5)

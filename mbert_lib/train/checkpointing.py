@@ -27,6 +27,7 @@ from mbert_lib import atomic
 from mbert_lib.checkpoints import DamagedCheckpointError, read_checkpoint
 
 DONE_FILE = "training_done.json"
+STATE_FILE = "checkpoint"  # tf.train's list of a directory's checkpoints
 
 
 class RunCheckpoint:
@@ -34,10 +35,32 @@ class RunCheckpoint:
 
     def __init__(self, directory: str | os.PathLike, max_to_keep: int = 3, **objects):
         self.directory = os.fspath(directory)
+        self.max_to_keep = max_to_keep
         self.checkpoint = tf.train.Checkpoint(**objects)
-        self.manager = tf.train.CheckpointManager(
-            self.checkpoint, self.directory, max_to_keep=max_to_keep
-        )
+        self.manager = self._manager()
+
+    def _manager(self) -> tf.train.CheckpointManager:
+        """The CheckpointManager; a state file (`checkpoint`) it cannot parse is moved aside
+        (`checkpoint.damaged`), and `restore_latest` reads the ckpt-N files on disk."""
+        try:
+            return tf.train.CheckpointManager(
+                self.checkpoint, self.directory, max_to_keep=self.max_to_keep
+            )
+        except (tf.errors.OpError, ValueError):  # a text_format parse error
+            state = os.path.join(self.directory, STATE_FILE)
+            os.replace(state, state + ".damaged")
+            return tf.train.CheckpointManager(
+                self.checkpoint, self.directory, max_to_keep=self.max_to_keep
+            )
+
+    def on_disk(self) -> list[str]:
+        """Every ckpt-N prefix in the directory with its .index file, oldest first."""
+        found = glob.glob(os.path.join(glob.escape(self.directory), "ckpt-*.index"))
+        prefixes = [f[: -len(".index")] for f in found]
+        numbered = [(p, p.rsplit("-", 1)[-1]) for p in prefixes]
+        return [
+            p for p, n in sorted((x for x in numbered if x[1].isdigit()), key=lambda x: int(x[1]))
+        ]
 
     @property
     def latest(self) -> str | None:
@@ -51,9 +74,19 @@ class RunCheckpoint:
         naming what did not match, instead of silently restoring part of it.
         A damaged checkpoint (a run killed while writing it, a bad copy) is named
         and passed over for the one before it; if every one is damaged, the
-        DamagedCheckpointError of the newest is raised.
+        DamagedCheckpointError of the newest is raised. Without a readable list of
+        checkpoints (the `checkpoint` state file) the ckpt-N files on disk are read
+        instead, never taken for a fresh run (the manager then keeps them all: only
+        checkpoints it saves itself are rotated out).
         """
         newest_first = list(reversed(self.manager.checkpoints))
+        if not newest_first and self.on_disk():  # the list is missing or was damaged
+            newest_first = list(reversed(self.on_disk()))
+            log(
+                f"warning: {os.path.join(self.directory, STATE_FILE)} (the list of checkpoints) "
+                f"is missing or damaged; read the {len(newest_first)} checkpoint(s) on disk "
+                f"instead ({', '.join(os.path.basename(p) for p in reversed(newest_first))})"
+            )
         for path in newest_first:
             try:
                 read_checkpoint(self.checkpoint, path, restore=True)
