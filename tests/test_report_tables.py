@@ -3,6 +3,7 @@
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
 from mbert_lib import paper
 from mbert_lib.report import build_markdown, load_records, run, section_status
@@ -10,7 +11,15 @@ from mbert_lib.report.markdown import table
 from mbert_lib.tables import speed_size, sst2_finetuning, tables8_9_transfer
 from mbert_lib.tables.table6_quantization import table6_with_targets
 from mbert_lib.tables.table7_norm_act import table7_by_threads
-from tests.report_fixtures import DISTILL, FINETUNE_VALUES, LATENCY, PARAMS, PREDICTIONS, make_run
+from tests.report_fixtures import (
+    DISTILL,
+    FINETUNE_VALUES,
+    LATENCY,
+    PARAMS,
+    PAYOFF,
+    PREDICTIONS,
+    make_run,
+)
 
 MACHINE = {
     "cpu": "Test CPU",
@@ -137,11 +146,31 @@ def test_full_report_has_every_section_and_no_not_run_but_the_optional_one(recor
     text = _markdown(records)
     status = section_status(text)
     findings = "Tables 8 and 9: the paper's findings over pre-training seeds"
-    assert len(status) == 12 and status.pop(findings) == "not run", status
+    assert len(status) == 13 and status.pop(findings) == "not run", status
     assert set(status.values()) == {"ok"}, status
     assert "Test CPU" in text and "12345" in text and "aa" * 32 in text
     assert "5.5× faster" in text and "4.3× smaller" in text
     assert "The teacher, for reference: held-out MLM accuracy 35.00%, perplexity 90.0." in text
+
+
+def test_the_payoff_section_pairs_each_comparison_by_seed(records):
+    """Its numbers against numpy and scipy, from the fixture's per-seed lists."""
+    text = _markdown(records)
+    section = text.split("## Does distillation pay off?")[1].split("\n## ")[0]
+    assert "the shipped teacher (15,000 pre-training steps, 3.2 h on Test CPU)" in section
+    pkt, copy = (100 * np.array(PAYOFF["mlm"][k]) for k in ("pkt", "copy_only"))
+    d = pkt - copy
+    se = d.std(ddof=1) / np.sqrt(3)
+    half = stats.t.ppf(0.975, 2) * se
+    row = f"| PKT student − copy-only student | {d.mean():+.2f} | {se:.2f} | "
+    assert row + f"[{d.mean() - half:+.2f}, {d.mean() + half:+.2f}] | beats | 3 |" in section
+    assert f"| PKT student | {pkt.mean():.1f} ± {pkt.std(ddof=1):.1f} |" in section
+    soft, alone = (
+        100 * np.array(PAYOFF["task_distillation"][k]) for k in ("soft_labels", "labels_only")
+    )
+    assert f"| + soft targets − labels alone | {(soft - alone).mean():+.2f} |" in section
+    assert "first holds at 500 labels" in section
+    assert "| 0 | 0.3 | 0.3 | 0.05 | 0.08 | 0.25 |" in section  # JS per point, 3 decimals
 
 
 def test_missing_steps_say_not_run(tmp_path):
@@ -159,7 +188,7 @@ def test_missing_steps_say_not_run(tmp_path):
     status = section_status(text)
     assert status["Machine"] == status["Data and seeds"] == status["Table 1: model sizes"] == "ok"
     not_run = [t for t, s in status.items() if s == "not run"]
-    assert len(not_run) == 8, status  # Tables 8, 9, findings, transfer, 6, 7, SST-2, ratios
+    assert len(not_run) == 9, status  # payoff, Tables 8, 9, findings, transfer, 6, 7, SST-2, ratios
     empty = section_status(_markdown(load_records(tmp_path / "nothing")))
     assert empty["Wall time per step"] == "not run" and empty["Data and seeds"] == "not run"
 

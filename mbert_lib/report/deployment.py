@@ -133,7 +133,7 @@ def table7_section(records: Records) -> str:
         [
             f"Model `{model}`, fp32, seq {recs[0].get('seq_length')}, batch 1, median of "
             f"{recs[0].get('repeats', '?')} runs:",
-            table(frame.drop(columns="model").round(2)),
+            table(frame.drop(columns="model"), decimals=2),
             _load_note(records, "latency"),
         ]
     )
@@ -148,7 +148,7 @@ def ratios_section(records: Records) -> str:
         return "_not run: the latency records hold no model/baseline pair._"
     goals = speed_size.targets_summary(frame, result(records, "tflite"))
     lines = [
-        table(frame.rename(columns=RATIO_COLUMNS).round(2)),
+        table(frame.rename(columns=RATIO_COLUMNS), decimals=2),
         f"Paper (Pixel 4, 4 threads): {paper.FASTER_THAN_BERT_BASE}× faster, "
         f"{paper.SMALLER_THAN_BERT_BASE}× smaller than BERT_BASE.",
         _throughput(recs),

@@ -137,7 +137,7 @@ def _wall_time(
     busy = times[times["busy machine"] == "yes"]["step"].tolist()
     missing = [name for name in pipeline if name not in records]
     lines = [
-        table(times.round({"seconds": 1, "minutes": 2, "share (%)": 1})),
+        table(times, decimals={"seconds": 1, "minutes": 2, "share (%)": 1}),
         f"**Total {s['minutes']:.1f} min** over {s['steps']} steps (the sum of their "
         f"wall times"
         + (f"; the optional {', '.join(extra)} not counted" if extra else "")
@@ -181,7 +181,7 @@ def _busy_note(times: pd.DataFrame, busy: Sequence[str], threshold: float) -> st
 
 def _table1(records: Records) -> str:
     lines = [
-        table(table1_sizes.table1(records).round(2)),
+        table(table1_sizes.table1(records), decimals=2),
         "Ours: encoder parameters of the presets (closed form, `mbert_lib.anatomy`), "
         "without MLM/NSP heads; the paper counts whole models.",
     ]
@@ -189,7 +189,7 @@ def _table1(records: Records) -> str:
     if sizes is not None:
         lines += [
             "The reduced-size models this run trained (encoders as built):",
-            table(sizes.round(2)),
+            table(sizes, decimals=2),
         ]
     return "\n\n".join(lines)
 
@@ -223,7 +223,7 @@ def _transfer(records: Records, frame: pd.DataFrame | None, steps: str, finding:
         )
     return "\n\n".join(
         [
-            table(frame.round(2)) + ("\n\n" + reference if reference else ""),
+            table(frame, decimals=2) + ("\n\n" + reference if reference else ""),
             f"Paper: {finding}. {ours}. The paper's columns are GLUE dev scores of full-size "
             "models (MNLI-m confirmed from its tables, SST-2 ≈: recalled); ours are held-out "
             "MLM/NSP metrics of the reduced-size students and their fine-tuned dev accuracy "
@@ -250,7 +250,7 @@ def _findings(records: Records) -> str:
             "MLM head), so each gain is that of one change; the paper's pairing (+PD against "
             "no transfer, which also gains the copy) is shown beside it, `decides` False. The "
             "paper's column compares its own rows.",
-            table(frame.round(2)),
+            table(frame, decimals=2),
         ]
     )
 
@@ -269,7 +269,7 @@ def _transfer_mechanism(records: Records) -> str:
         "student), the plain feature MSE of eq. (1), the per-token feature spread, and "
         "the mean largest attention probability after the stage against uniform "
         "attention (and the teacher layer's own).",
-        table(frame.round(4)),
+        table(frame, decimals=4),
     ]
     ablation = summary.get("ablation_at_kl")
     if ablation:
@@ -306,7 +306,7 @@ def _finetune(records: Records, figure: str | None) -> str:
     )
     lines = [
         f"Task: {name}; source {finetune.get('source')}.",
-        table(frame.round(1)),
+        table(frame, decimals=1),
         "Aim: " + aim_check(finetune)["text"] + ".",
     ]
     if figure:

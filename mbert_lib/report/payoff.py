@@ -65,7 +65,7 @@ def payoff_section(records: Records, figures: Mapping[str, str | None]) -> str:
         "**Attention through the recipe** (`transfer`): each student layer's Jensen-Shannon "
         "distance to its teacher layer's attention (nats, at most ln 2 = 0.693), on one "
         "held-out batch:",
-        table(payoff_tables.attention_table(payoff).round(3), index=True),
+        table(payoff_tables.attention_table(payoff), index=True, decimals=3),
     ]
     if figures.get("attention"):
         parts.append(f"![attention through the recipe]({figures['attention']})")

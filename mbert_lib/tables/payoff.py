@@ -56,7 +56,7 @@ def comparisons(
     values: Mapping[str, Sequence[float]], pairs, scale: float = 100.0, digits: int = 2
 ) -> pd.DataFrame:
     """One row per pair (a, b) present in `values`: a − b over the seeds both have, in
-    points (× scale): mean, s.e., 95 % CI, verdict, n."""
+    points (× scale): mean, s.e. and 95 % CI (as text, `digits` decimals), verdict, n."""
     rows = []
     for a, b in pairs:
         if a not in values or b not in values:
@@ -70,8 +70,8 @@ def comparisons(
         rows.append(
             {
                 "comparison": f"{NAMES.get(a, a)} − {NAMES.get(b, b)}",
-                "difference (points)": round(d.mean, digits),
-                "s.e.": round(d.se, digits),
+                "difference (points)": f"{d.mean:+.{digits}f}",
+                "s.e.": f"{d.se:.{digits}f}",
                 "95% CI": f"[{d.low:+.{digits}f}, {d.high:+.{digits}f}]",
                 "verdict": d.verdict,
                 "seeds": d.n,
@@ -103,10 +103,10 @@ def label_budget_table(payoff: Mapping) -> pd.DataFrame:
         row = {"labels": budget, "seeds": len(next(iter(models.values())))}
         row.update({NAMES.get(m, m): mean_std(v) for m, v in models.items()})
         for a, b in BUDGET_PAIRS:
-            found = comparisons(models, [(a, b)])
+            found = comparisons(models, [(a, b)], digits=1)
             if len(found):
                 r = found.iloc[0]
-                row[f"{a} − {b}"] = f"{r['difference (points)']:+.1f} {r['95% CI']} {r['verdict']}"
+                row[f"{a} − {b}"] = f"{r['difference (points)']} {r['95% CI']} {r['verdict']}"
         rows.append(row)
     return pd.DataFrame(rows)
 
