@@ -151,7 +151,7 @@ def _install_shipped(ctx: Context, settings: Mapping[str, Any]) -> dict:
     training = record["training"]
     ctx.log(
         f"teacher: the shipped one ({training['train_steps']:,} steps, "
-        f"{training['wall_seconds'] / 3600:.1f} h on {training['hardware']['model']}): held-out "
+        f"{training['wall_seconds'] / 3600:.1f} h on {training['hardware'].split(',')[0]}): held-out "
         f"MLM accuracy {100 * metrics['mlm_accuracy']:.2f} % on this run's data"
     )
     return {
@@ -163,7 +163,7 @@ def _install_shipped(ctx: Context, settings: Mapping[str, Any]) -> dict:
             "dir": settings["shipped_dir"],
             "train_steps": training["train_steps"],
             "wall_seconds": training["wall_seconds"],
-            "hardware": training["hardware"]["text"],
+            "hardware": training["hardware"],
             "heldout_when_built": record["heldout"]["float16"],
         },
     }

@@ -21,7 +21,7 @@ import numpy as np
 import tensorflow as tf
 
 from mbert_lib import config_tree
-from mbert_lib.bench.hardware import cpu_info, describe
+from mbert_lib.bench.hardware import describe
 from mbert_lib.checkpoints import load_pretrainer
 from mbert_lib.data import make_pretraining_dataset, prepare_data_section
 from mbert_lib.data.text import parse_documents
@@ -118,9 +118,10 @@ def build_shipped_teacher(
             "examples_seen": done.get("train_steps", 0) * experiment.trainer.batch_size,
             "train_examples": prepared.manifest["counts"]["train"],
             "wall_seconds": round(seconds, 1),
-            "hardware": {**cpu_info(), "text": describe()},
+            "hardware": done.get("hardware")
+            or f"{describe()} (the packing machine; the training run did not record its own)",
             "tensorflow": tf.__version__,
-            "finished": time.strftime("%Y-%m-%d %H:%M:%S"),
+            "finished": done.get("finished_at"),
         },
         "heldout": {"float32": done.get("eval"), "float16": float16, "curve": curve},
     }

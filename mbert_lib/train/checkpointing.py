@@ -24,6 +24,7 @@ import time
 import tensorflow as tf
 
 from mbert_lib import atomic
+from mbert_lib.bench.hardware import describe
 from mbert_lib.checkpoints import DamagedCheckpointError, read_checkpoint
 
 DONE_FILE = "training_done.json"
@@ -138,10 +139,12 @@ def is_done(model_dir: str | os.PathLike, train_steps: int) -> bool:
 
 
 def write_done(model_dir: str | os.PathLike, train_steps: int, **info) -> None:
-    """Marks the run finished (atomically): the last file a run writes."""
+    """Marks the run finished (atomically): the last file a run writes. It names the
+    CPU that ran the last stretch of training (a resumed run may have had others)."""
     record = {
         "train_steps": int(train_steps),
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "hardware": describe(),
         **info,
     }
     atomic.write_text(

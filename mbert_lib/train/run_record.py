@@ -12,7 +12,8 @@ that already holds a record, `check_same_run` decides:
       checkpoint        nothing to protect, the new settings replace it, with a note
 
 Settings that never change what a run trained are UNTRAINED_SETTINGS: how it
-was logged, saved, evaluated or run, and `trainer.train_steps` (a finished run
+was logged, saved, evaluated or run, where its prepared data is cached (the cache is
+keyed by the data's content), and `trainer.train_steps` (a finished run
 asked for fewer steps is done; asked for more, it is not finished).
 """
 
@@ -29,6 +30,7 @@ EXPERIMENT_FILE = "experiment.yaml"
 
 UNTRAINED_SETTINGS = (
     "description",
+    "data.cache_dir",
     "runtime.",
     "trainer.log_interval",
     "trainer.eval_",
