@@ -50,6 +50,15 @@ def test_a_finished_run_refuses_other_training_settings_and_names_them(tmp_path)
     check_same_run(logged, tmp_path, finished=True, fixed=_fixed_model)  # not a trained setting
 
 
+def test_where_the_data_is_cached_is_not_a_training_setting_but_its_seed_is(tmp_path):
+    record_experiment(tiny_experiment("data.cache_dir=runs/x/data"), tmp_path)
+    moved = tiny_experiment(f"data.cache_dir={tmp_path / 'elsewhere'}")
+    check_same_run(moved, tmp_path, finished=True, fixed=_fixed_model)
+    with pytest.raises(ValueError, match=r"changed: \['data.seed'\]"):
+        reseeded = tiny_experiment("data.cache_dir=runs/x/data,data.seed=7")
+        check_same_run(reseeded, tmp_path, finished=True, fixed=_fixed_model)
+
+
 def test_an_unfinished_run_with_checkpoints_keeps_its_fixed_settings(tmp_path):
     record_experiment(_lr(1e-3), tmp_path)
     (tmp_path / "checkpoints").mkdir()
