@@ -14,6 +14,7 @@ from mbert_lib.pipeline.bundle import (
     BUNDLE_STEPS,
     DEFAULT_BUNDLE,
     MAX_BYTES,
+    OPTIONAL_RECORD_STEPS,
     RECORD_STEPS,
     BundleError,
     install,
@@ -58,7 +59,7 @@ def source():
 @pytest.fixture(scope="module")
 def bundle(source, tmp_path_factory):
     out = tmp_path_factory.mktemp("bundle") / "smoke.tar.xz"
-    manifest = write_bundle(source, out, records=RECORDS, log=quiet)
+    manifest = write_bundle(source, out, records=RECORDS, optional_records=(), log=quiet)
     return out, manifest
 
 
@@ -179,10 +180,29 @@ def test_steps_made_with_other_settings_are_not_installed(source, bundle, tmp_pa
     assert read_record(target.step_dir("pkt")) is None
 
 
+def test_optional_records_are_bundled_when_current_and_left_out_when_stale(source, tmp_path):
+    settings = copy.deepcopy(source.settings)
+    settings["jkt"]["overrides"]["trainer.seed"] = 7  # jkt's record is now of other settings
+    stale = smoke_context(source.out_dir, settings)
+    for ctx, expected in ((source, {"no_transfer", "jkt"}), (stale, {"no_transfer"})):
+        notes = []
+        out = tmp_path / f"{len(expected)}.tar.xz"
+        manifest = write_bundle(
+            ctx,
+            out,
+            steps=(),
+            records=("no_transfer",),
+            optional_records=("jkt",),
+            log=notes.append,
+        )
+        assert set(manifest["records"]) == expected
+        assert any("jkt left out" in n for n in notes) == ("jkt" not in expected)
+
+
 def test_a_bundle_over_the_limit_leaves_no_file(source, tmp_path):
     out = tmp_path / "small.tar.xz"
     with pytest.raises(BundleError, match="over the"):
-        write_bundle(source, out, records=RECORDS, max_bytes=1000, log=quiet)
+        write_bundle(source, out, records=RECORDS, optional_records=(), max_bytes=1000, log=quiet)
     assert list(tmp_path.iterdir()) == []
 
 
@@ -194,6 +214,8 @@ def test_the_committed_bundle_matches_its_checksum_and_the_laptop_settings(tmp_p
     manifest = read_manifest(DEFAULT_BUNDLE)
     prints = step_fingerprints(STEPS, make_context("laptop", str(tmp_path), log=quiet))
     assert manifest["steps"] == {name: prints[name] for name in BUNDLE_STEPS}
-    assert manifest["records"] == {name: prints[name] for name in RECORD_STEPS}
+    assert set(RECORD_STEPS) <= set(manifest["records"])
+    assert set(manifest["records"]) <= {*RECORD_STEPS, *OPTIONAL_RECORD_STEPS}
+    assert manifest["records"] == {name: prints[name] for name in manifest["records"]}
     assert manifest["data"]["fingerprint"] == prints["data"]
     assert manifest["data"]["source"] == "local"  # WikiText-2 + SST-2

@@ -43,3 +43,14 @@ def test_a_quote_of_a_missing_value_or_format_is_a_problem(tree):
     )
     problems = quotes.check([doc], root)
     assert "no 'bert'" in problems[0] and "unknown quote format 'x'" in problems[1]
+
+
+def test_a_list_element_is_selected_by_a_field_and_must_be_unique():
+    record = {"runs": [{"setting": "pkt", "s": 1.5}, {"setting": "copy", "s": 2.5}]}
+    assert quotes.value_at(record, "runs/setting=copy/s") == 2.5
+    assert quotes.value_at(record, "runs/1/s") == 2.5
+    record["runs"].append({"setting": "copy", "s": 3.0})
+    with pytest.raises(KeyError, match="2 elements with 'setting=copy'"):
+        quotes.value_at(record, "runs/setting=copy/s")
+    with pytest.raises(KeyError, match="0 elements"):
+        quotes.value_at(record, "runs/setting=jkt/s")

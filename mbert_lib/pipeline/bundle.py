@@ -13,12 +13,13 @@ a finished step never reads again is left out: a trainer's resume state (the
 teacher's `checkpoints/`, the optimizer moments in the stage checkpoints, which
 are rewritten model-only).
 
-It also holds the records of the other Table 8/9 rows and of their extra seeds, and of
-the payoff's steps (`RECORD_STEPS`, which notebooks 05 to 07 read: more than an hour of
-training), without their models, which do not fit: each step's record and its runs' experiment
-files, marked `records_only.json`. Such a step counts as done for whoever reads
-its record; a step that must run and reads its models trains it first
-(`pipeline.core`).
+It also holds the records of the payoff's steps (`RECORD_STEPS`, which notebooks 05 to 07
+read), and of the optional Table 8/9 rows, their extra seeds and the label-budget curve's
+larger budgets when they have run with the current settings (`OPTIONAL_RECORD_STEPS`:
+more than an hour of training), without their models, which do not fit: each step's
+record and its runs' experiment files, marked `records_only.json`. Such a step counts as
+done for whoever reads its record; a step that must run and reads its models trains it
+first (`pipeline.core`).
 
 Three things make it small without rounding a weight: the student snapshots
 share most tensors (layers not yet trained, the embedding copied from the
@@ -75,16 +76,15 @@ BUNDLE_STEPS = ("pkt", "ablation_pd_fmt", "ablation_fmt_at", "transfer")
 RECORD_STEPS = (
     "no_transfer",
     "teacher_gate",
-    "jkt",
-    "akt",
     "ablation_copy",
-    "ablation_pd",
-    "distill_seeds",
     "mlm_seeds",
     "label_budget",
     "task_distillation",
     "payoff",
 )
+# the optional steps of Tables 8/9 and the label-budget curve: bundled (records only) when
+# they have run with the current settings, left out otherwise
+OPTIONAL_RECORD_STEPS = ("jkt", "akt", "ablation_pd", "distill_seeds", "label_budget_all")
 RECORD_NAMES = (RECORD_FILE, EXPERIMENT_FILE)  # what a records-only step keeps, at any depth
 DEFAULT_BUNDLE = REPO_ROOT / "bundles" / "laptop.tar.xz"
 MAX_BYTES = 25_000_000
@@ -130,16 +130,24 @@ def write_bundle(
     out: str | os.PathLike = DEFAULT_BUNDLE,
     steps: Sequence[str] = BUNDLE_STEPS,
     records: Sequence[str] = RECORD_STEPS,
+    optional_records: Sequence[str] = OPTIONAL_RECORD_STEPS,
     max_bytes: int = MAX_BYTES,
     log: Callable[[str], None] = print,
 ) -> dict:
-    """Packs ctx's finished `steps` (whole) and `records` (records only) into `out` (xz
-    tar) and `<out>.sha256`; returns the manifest. Refuses unfinished or stale steps, and
-    a result over max_bytes."""
+    """Packs ctx's finished `steps` (whole) and `records` (records only), and those of
+    `optional_records` that finished with the current settings, into `out` (xz tar) and
+    `<out>.sha256`; returns the manifest. Refuses unfinished or stale `steps` and
+    `records`, and a result over max_bytes."""
     overlap = sorted(set(steps) & set(records))
     if overlap:
         raise BundleError(f"steps {overlap} are asked for both whole and as records only")
     prints = step_fingerprints(STEPS, ctx)
+    for name in (n for n in optional_records if n not in (*steps, *records)):
+        record = read_record(ctx.step_dir(name))
+        if record is not None and record.get("fingerprint") == prints[name]:
+            records = (*records, name)
+        else:
+            log(f"bundle: {name} left out (optional; not run with the current settings)")
     data_record = read_record(ctx.step_dir("data"))
     if data_record is None or data_record.get("fingerprint") != prints["data"]:
         raise BundleError(

@@ -5,8 +5,8 @@ In README.md, COURSE.md and docs/*.md a number taken from a committed record is 
     <!--n results/payoff.json mlm/pkt mean_pm-->27.3 ± 0.2<!--/n-->
 
 (the comments do not show when the Markdown is rendered): the record file (relative to
-the repository), the path of the value inside it (keys and list indices separated by
-"/"), and a format from FORMATS. `check` lists every quote whose text differs from what
+the repository), the path of the value inside it (keys, list indices and `key=value`
+list selections separated by "/"), and a format from FORMATS. `check` lists every quote whose text differs from what
 its record gives now; `update` rewrites them all (`python -m mbert_lib quotes check`,
 `... quotes update`); tests/test_quoted_numbers.py runs `check` on every file, so a quoted
 number cannot drift from its record unnoticed.
@@ -62,10 +62,17 @@ FORMATS: dict[str, Callable] = {
 
 
 def value_at(record, path: str):
-    """The value at `path` ("a/b/0/c") inside a parsed JSON record."""
+    """The value at `path` inside a parsed JSON record: "a/b/0/c" (list index 0), or
+    "runs/setting=pkt/seconds" (the one list element whose `setting` is "pkt")."""
     node = record
     for part in path.split("/"):
-        if isinstance(node, list):
+        if isinstance(node, list) and "=" in part:
+            key, want = part.split("=", 1)
+            found = [x for x in node if isinstance(x, dict) and str(x.get(key)) == want]
+            if len(found) != 1:
+                raise KeyError(f"{len(found)} elements with {part!r} on the way to {path!r}")
+            node = found[0]
+        elif isinstance(node, list):
             node = node[int(part)]
         elif isinstance(node, dict) and part in node:
             node = node[part]
