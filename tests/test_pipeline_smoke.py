@@ -2,6 +2,7 @@
 
 import shutil
 
+import numpy as np
 import pytest
 
 from mbert_lib.cli import main
@@ -111,3 +112,9 @@ def _payoff(out):
     points = ("before", "after_stage", "final", "untrained", "final_without_at")
     assert all(0 <= layer[p] <= 0.6932 for p in points)
     assert layer["before"] == layer["untrained"]  # layer 0's stage starts from the init
+    # the quoted comparisons: a second code path (numpy) over the same per-seed lists
+    d = np.subtract(payoff["mlm"]["pkt"], payoff["mlm"]["copy_only"]) * 100
+    quoted = payoff["paired"]["mlm"]["pkt-copy_only"]
+    assert quoted["mean"] == pytest.approx(d.mean()) and quoted["n"] == len(d)
+    assert quoted["se"] == pytest.approx(d.std(ddof=1) / np.sqrt(len(d)))
+    assert set(payoff["paired"]["label_budget"]) == set(payoff["label_budget"])

@@ -48,6 +48,7 @@ from mbert_lib.pipeline.core import Context, PipelineError, Step, read_record
 from mbert_lib.pipeline.steps_distill import HEADLINE, load_distill_step_experiment
 from mbert_lib.pipeline.steps_finetune import OFFLINE_TASK, task_name
 from mbert_lib.runtime import REPO_ROOT
+from mbert_lib.tables import payoff as payoff_tables
 
 PAYOFF_FILE = "payoff.json"
 # payoff.json's names for the pipeline's steps
@@ -421,6 +422,7 @@ def run_payoff(ctx: Context, settings: Mapping[str, Any]) -> dict:
             {"layer": row["layer"], "distance": "js", **row["js"]} for row in transfer["attention"]
         ],
     }
+    payoff["paired"] = payoff_tables.paired_records(payoff)
     path = ctx.out_dir / PAYOFF_FILE
     atomic.write_text(path, strict_json.dumps(payoff, indent=2) + "\n")
     ctx.log(f"payoff: {path}")

@@ -10,6 +10,7 @@ two lists, in points, with its 95 % confidence interval and verdict.
     task_distillation_table   labels alone, + soft targets, + hard targets, the teacher
     attention_table           each layer's attention distance to the teacher, through the recipe
     comparisons               the paired rows for any lists
+    paired_records            every comparison above as PairedDifference dicts (points)
 """
 
 from __future__ import annotations
@@ -78,6 +79,33 @@ def comparisons(
             }
         )
     return pd.DataFrame(rows)
+
+
+def _paired(values: Mapping[str, Sequence[float]], pairs) -> dict:
+    """{"a-b": PairedDifference dict in points} for each pair both lists have (n >= 2)."""
+    out = {}
+    for a, b in pairs:
+        if a in values and b in values and min(len(values[a]), len(values[b])) >= 2:
+            n = min(len(values[a]), len(values[b]))
+            d = paired_difference(
+                [100 * v for v in values[a][:n]], [100 * v for v in values[b][:n]]
+            )
+            out[f"{a}-{b}"] = d.to_dict()
+    return out
+
+
+def paired_records(payoff: Mapping) -> dict:
+    """Every comparison the tables show, as records (points): what README and the docs
+    quote. {"mlm": {"pkt-copy_only": {...}}, "label_budget": {"500": {...}},
+    "task_distillation": {...}}."""
+    return {
+        "mlm": _paired(payoff["mlm"], MLM_PAIRS),
+        "label_budget": {
+            budget: _paired(models, BUDGET_PAIRS)
+            for budget, models in payoff["label_budget"].items()
+        },
+        "task_distillation": _paired(payoff["task_distillation"], DISTILL_PAIRS),
+    }
 
 
 def mlm_table(payoff: Mapping) -> pd.DataFrame:
