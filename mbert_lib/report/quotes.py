@@ -52,6 +52,7 @@ FORMATS: dict[str, Callable] = {
     "f1": lambda v: f"{v:.1f}",
     "f2": lambda v: f"{v:.2f}",
     "f3": lambda v: f"{v:.3f}",
+    "sig2": lambda v: f"{v:.2g}",  # two significant digits: 0.22, 0.017, 3.6e-05
     "int": lambda v: f"{int(v):,}",
     "minutes": lambda v: f"{v / 60:.1f}",  # seconds as minutes
     "hours": lambda v: f"{v / 3600:.1f}",  # seconds as hours
