@@ -1,5 +1,6 @@
 """Tables of a fine-tuning comparison: mean ± std, missing models, the aim, the mistakes."""
 
+import json
 import math
 
 import numpy as np
@@ -8,6 +9,7 @@ import pytest
 from mbert_lib.data.glue import GlueExample
 from mbert_lib.finetune import report
 from mbert_lib.paper import PaperValue
+from mbert_lib.train.shipped_teacher import INSTALLED_RECORD
 
 
 def entry(values, params=1000):
@@ -122,6 +124,33 @@ def test_pretraining_summary_reads_batch_and_length_from_the_model_directory(tmp
     assert table.loc["pkt", "wall s"] == 61 and table.loc["pkt", "held-out MLM acc"] == 0.25
     (tmp_path / "pkt" / "experiment.yaml").write_text("trainer: {}\n")
     with pytest.raises(ValueError, match="pkt.*trainer.batch_size"):
+        report.pretraining_summary(records)
+
+
+def test_pretraining_summary_reads_an_installed_shipped_teacher_from_its_record(tmp_path):
+    """An installed teacher has no experiment.yaml: its batch, length and training time are
+    those of the record installed beside its weights, not the installation's seconds."""
+    model_dir = tmp_path / "teacher"
+    model_dir.mkdir()
+    record = {"experiment": {"trainer": {"batch_size": 32}, "data": {"seq_length": 128}}}
+    (model_dir / INSTALLED_RECORD).write_text(json.dumps(record))
+    records = {
+        "teacher": {
+            "seconds": 17.6,
+            "result": {
+                "model_dir": str(model_dir),
+                "train_steps": 15000,
+                "eval": {"mlm_accuracy": 0.19},
+                "source": "shipped",
+                "shipped": {"wall_seconds": 11791.2},
+            },
+        }
+    }
+    table = report.pretraining_summary(records)
+    assert table.loc["teacher", "sequences"] == 15000 * 32
+    assert table.loc["teacher", "seq_length"] == 128 and table.loc["teacher", "wall s"] == 11791
+    (model_dir / INSTALLED_RECORD).write_text(json.dumps({"experiment": {"trainer": {}}}))
+    with pytest.raises(ValueError, match="shipped_teacher.json.*teacher"):
         report.pretraining_summary(records)
 
 

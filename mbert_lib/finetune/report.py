@@ -9,6 +9,7 @@ Metric values are fractions; tables show them × 100.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from collections.abc import Mapping, Sequence
@@ -20,6 +21,7 @@ import yaml
 from mbert_lib.data.glue import GlueExample
 from mbert_lib.paired import paired_difference
 from mbert_lib.paper import PaperValue
+from mbert_lib.train.shipped_teacher import INSTALLED_RECORD
 
 
 def mean_std_text(mean: float, std: float | None, scale: float = 100.0) -> str:
@@ -171,21 +173,27 @@ def pretraining_summary(records: Mapping[str, Mapping]) -> pd.DataFrame:
     records: step name -> its step.json record ({"result": {"model_dir", "train_steps",
     "eval"}, "seconds"}). Per model: updates S (all stages of a distillation), batch B and
     length T (the model directory's experiment.yaml), sequences S·B, wall time, and the
-    held-out MLM / NSP accuracy the step recorded.
+    held-out MLM / NSP accuracy the step recorded. A teacher the step installed from
+    teachers/ (result "source": "shipped") was trained elsewhere: its batch and length come
+    from the record installed beside its weights (shipped_teacher.json's experiment), its
+    wall time is that training's (the record's), not the seconds the installation took.
     """
     rows = []
     for step, record in records.items():
         result = record["result"]
-        path = os.path.join(result["model_dir"], "experiment.yaml")
+        shipped = result.get("source") == "shipped"
+        name = INSTALLED_RECORD if shipped else "experiment.yaml"
+        path = os.path.join(result["model_dir"], name)
         try:
             with open(path, encoding="utf-8") as f:
-                experiment = yaml.safe_load(f)
+                experiment = json.load(f)["experiment"] if shipped else yaml.safe_load(f)
             batch, length = experiment["trainer"]["batch_size"], experiment["data"]["seq_length"]
-        except (OSError, KeyError, TypeError) as e:
+        except (OSError, KeyError, TypeError, ValueError) as e:
             raise ValueError(
                 f"{path}: expected trainer.batch_size and data.seq_length of the "
                 f"step {step!r} ({type(e).__name__}: {e})"
             ) from None
+        seconds = result["shipped"]["wall_seconds"] if shipped else record["seconds"]
         steps, metrics = int(result["train_steps"]), result.get("eval") or {}
         rows.append(
             {
@@ -194,7 +202,7 @@ def pretraining_summary(records: Mapping[str, Mapping]) -> pd.DataFrame:
                 "batch": batch,
                 "seq_length": length,
                 "sequences": steps * batch,
-                "wall s": round(float(record["seconds"])),
+                "wall s": round(float(seconds)),
                 "held-out MLM acc": metrics.get("mlm_accuracy", math.nan),
                 "held-out NSP acc": metrics.get("nsp_accuracy", math.nan),
             }
