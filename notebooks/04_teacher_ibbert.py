@@ -659,7 +659,7 @@ shipped = json.loads((REPO_ROOT / "teachers" / "laptop_ibbert" / "teacher.json")
 trained_s = shipped["training"]
 print(f"shipped teacher: {trained_s['train_steps']:,} steps × "
       f"{shipped['experiment']['trainer']['batch_size']} sequences, "
-      f"{trained_s['wall_seconds'] / 3600:.1f} h on {trained_s['hardware']['text']}; "
+      f"{trained_s['wall_seconds'] / 3600:.1f} h on {trained_s['hardware']}; "
       f"held-out MLM accuracy {shipped['heldout']['float16']['mlm_accuracy']:.1%} as shipped "
       f"(float16), {shipped['heldout']['float32']['mlm_accuracy']:.1%} in float32")
 print(f"this run's teacher: {steps:,} steps, held-out MLM accuracy {final['mlm_accuracy']:.1%}")

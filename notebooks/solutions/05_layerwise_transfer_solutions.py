@@ -111,7 +111,7 @@ def snapshots(model_dir):
     """{label: student} before any stage and after each layer-wise stage."""
     experiment, stages = read_run(model_dir)
     config = experiment.student.build_config()
-    layer_stages = [s for s in stages if s.layer_wise]
+    layer_stages = [s for s in stages if s.transfer_stage]   # not PD, even when it keeps AT
     return experiment, {"initial": load_stage_student(model_dir, None, config),
                         **{f"after {s.name}": load_stage_student(model_dir, s, config)
                            for s in layer_stages}}
