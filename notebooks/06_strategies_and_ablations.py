@@ -512,8 +512,9 @@ print(f"the teacher's held-out MLM accuracy {teacher['eval']['mlm_accuracy']:.4f
 #    `distillation.layer_wise.steps`) until `learning_rate_budget` matches, keeping the PD
 #    stage. Does PKT's per-layer distance to the teacher, and its MLM accuracy, change?
 #    *Hint: compute the budgets before training anything: `plan_stages` gives a run's stage
-#    plan from its experiment, and the budget is linear in `current_lr_multiplier` (the
-#    layers below train at a fixed fraction of it). Is it a raise or a cut?*
+#    plan from its experiment, and the layer-wise stages' budget is linear in
+#    `current_lr_multiplier` (the layers below train at a fixed fraction of it), while the
+#    AT term PKT keeps in its PD stage is not scaled by it. Is it a raise or a cut?*
 # 3. Our "+copied embedding and MLM head" row separates what PD's initialisation gives from
 #    what the teacher's MLM distribution gives. Run the other order: PD without the copy
 #    (`distillation.copy_embeddings=false` with `distill_ground_truth_ratio` 0.5, a row of
