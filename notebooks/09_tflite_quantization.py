@@ -59,7 +59,7 @@ from mbert_lib.export.tflite import PRECISIONS
 from mbert_lib.finetune.features import encode_examples
 from mbert_lib.finetune.tasks import get_task
 from mbert_lib.pipeline import ensure, notebook_context
-from mbert_lib.pipeline.steps_export import finetuned_model_dir
+from mbert_lib.pipeline.steps_export import classifiers, finetuned_model_dir
 from mbert_lib.runtime import fast_mode, figure_path, shown_path
 from mbert_lib.viz import tflite as tflite_viz
 
@@ -76,15 +76,17 @@ print("hardware:", HARDWARE)
 # ## 1 · The pipeline's export steps
 #
 # `ensure` runs the steps unless they are done (then it reads their records).
-# `tflite` takes seed 0's best classifier of each model its settings name,
-# exports it at each precision and runs the task's dev set through the LiteRT
+# `tflite` takes seed 0's classifier of each model its settings name, from the
+# fine-tuning its settings point to (`tflite.classifiers`: in both presets one label
+# budget of the `label_budget` step; `classifiers` reads the same result), exports
+# it at each precision and runs the task's dev set through the LiteRT
 # interpreter (XNNPACK on this CPU); `latency` builds the paper-size
 # `mobilebert` and `bert_base` encoders, converts them and times them at batch 1.
 
 # %%
 RESULTS = ensure(["tflite", "latency"], ctx)
 EXPORT, RECORDS = RESULTS["tflite"], RESULTS["latency"]["records"]
-FINETUNE = ctx.result("finetune")
+FINETUNE = classifiers(ctx, ctx.settings["tflite"])       # the fine-tuning tflite exported
 NAMES = {"teacher": "teacher (IB-BERT)", "pkt": "student (PKT)"}
 PAIR = next((s for s in summarize(RECORDS) if s["model"] == "mobilebert"),
             summarize(RECORDS)[0])

@@ -45,7 +45,8 @@ from mbert_lib.finetune.experiment import FinetuneExperiment
 from mbert_lib.finetune.trainer import cached_task_data
 from mbert_lib.train.run_record import EXPERIMENT_FILE
 from mbert_lib.pipeline import ensure, notebook_context
-from mbert_lib.pipeline.steps_export import calibration_features, finetuned_model_dir
+from mbert_lib.pipeline.steps_export import (calibration_features, classifiers,
+                                             finetuned_model_dir)
 from mbert_lib.quiet_start import native_stderr_silenced
 from mbert_lib.viz import style
 
@@ -83,7 +84,7 @@ RESULTS = ensure(["tflite", "latency"], ctx)
 EXPORT, RECORDS = RESULTS["tflite"], RESULTS["latency"]["records"]
 SETTINGS = ctx.settings["tflite"]
 STUDENT = "pkt"
-student_dir = finetuned_model_dir(ctx.result("finetune"), STUDENT)
+student_dir = finetuned_model_dir(classifiers(ctx, SETTINGS), STUDENT)   # what tflite exported
 experiment = load_experiment(os.path.join(student_dir, EXPERIMENT_FILE), cls=FinetuneExperiment)
 data = cached_task_data(experiment, {})
 calibration = calibration_features(data.train.features, SETTINGS["calibration_examples"],
