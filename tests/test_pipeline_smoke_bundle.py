@@ -14,6 +14,7 @@ from mbert_lib.pipeline.bundle import (
     BUNDLE_STEPS,
     DEFAULT_BUNDLE,
     MAX_BYTES,
+    OPTIONAL_BUNDLE_STEPS,
     OPTIONAL_RECORD_STEPS,
     RECORD_STEPS,
     BundleError,
@@ -52,7 +53,7 @@ def source():
     with pytest.MonkeyPatch.context() as patch:
         patch.delenv("MBERT_DATA_DIR", raising=False)
         ctx = smoke_context(fast_run_dir())
-        ensure([*BUNDLE_STEPS, *RECORDS], ctx)
+        ensure([*BUNDLE_STEPS, *OPTIONAL_BUNDLE_STEPS, *RECORDS], ctx)
         yield ctx
 
 
@@ -74,7 +75,7 @@ def test_shuffle_puts_byte_k_of_every_word_together_and_back():
 def test_ensure_installs_every_step_as_it_was_and_trains_nothing(source, bundle, tmp_path):
     path, manifest = bundle
     verify(path)
-    assert set(manifest["steps"]) == set(BUNDLE_STEPS)
+    assert set(manifest["steps"]) == {*BUNDLE_STEPS, *OPTIONAL_BUNDLE_STEPS}
     target = smoke_context(tmp_path / "run")
     target.bundle = path
     ensure(["transfer"], target)
@@ -213,7 +214,8 @@ def test_the_committed_bundle_matches_its_checksum_and_the_laptop_settings(tmp_p
     assert DEFAULT_BUNDLE.stat().st_size <= MAX_BYTES
     manifest = read_manifest(DEFAULT_BUNDLE)
     prints = step_fingerprints(STEPS, make_context("laptop", str(tmp_path), log=quiet))
-    assert manifest["steps"] == {name: prints[name] for name in BUNDLE_STEPS}
+    assert set(BUNDLE_STEPS) <= set(manifest["steps"]) <= {*BUNDLE_STEPS, *OPTIONAL_BUNDLE_STEPS}
+    assert manifest["steps"] == {name: prints[name] for name in manifest["steps"]}
     assert set(RECORD_STEPS) <= set(manifest["records"])
     assert set(manifest["records"]) <= {*RECORD_STEPS, *OPTIONAL_RECORD_STEPS}
     assert manifest["records"] == {name: prints[name] for name in manifest["records"]}

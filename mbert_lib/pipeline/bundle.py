@@ -3,23 +3,22 @@
     python -m mbert_lib bundle write     runs/laptop -> bundles/laptop.tar.xz (+ .sha256)
     python -m mbert_lib bundle install   bundles/laptop.tar.xz -> runs/laptop
 
-The bundle holds the steps notebook 05 reads whole (`BUNDLE_STEPS`: the progressive
-student, the no-AT ablation, PKT's layer-wise stages without PD, the per-layer transfer
-summary), which every later notebook also needs. The teacher is not in it: the shipped
-one (teachers/) installs in seconds. Each
-comes as its consumers read it: its record, configs, vocabulary, TensorBoard
-logs, final weights and every stage snapshot, all float32 and bit for bit. What
-a finished step never reads again is left out: a trainer's resume state (the
-teacher's `checkpoints/`, the optimizer moments in the stage checkpoints, which
+The bundle holds the steps notebook 05 reads whole (`BUNDLE_STEPS`: the progressive student,
+the no-AT ablation, the per-layer transfer summary; PKT's layer-wise stages without PD when
+they have run), which every later notebook also needs. The teacher is not in it: the shipped
+one (teachers/) installs in seconds. Each comes as its consumers read it: its record,
+configs, vocabulary, TensorBoard logs, final weights and every stage snapshot, all float32
+and bit for bit. What a finished step never reads again is left out: a trainer's resume
+state (the teacher's `checkpoints/`, the optimizer moments in the stage checkpoints, which
 are rewritten model-only).
 
-It also holds the records of the payoff's steps (`RECORD_STEPS`, which notebooks 05 to 07
-read), and of the optional Table 8/9 rows, their extra seeds and the label-budget curve's
-larger budgets when they have run with the current settings (`OPTIONAL_RECORD_STEPS`:
-more than an hour of training), without their models, which do not fit: each step's
-record and its runs' experiment files, marked `records_only.json`. Such a step counts as
-done for whoever reads its record; a step that must run and reads its models trains it
-first (`pipeline.core`).
+It also holds the records of the other students and their seeds (`RECORD_STEPS`), and of the
+payoff's fine-tuning steps, the optional Table 8/9 rows, their extra seeds and the
+label-budget curve's larger budgets when they have run with the current settings
+(`OPTIONAL_RECORD_STEPS`: more than an hour of training), without their models, which do not
+fit: each step's record and its runs' experiment files, marked `records_only.json`. Such a
+step counts as done for whoever reads its record; a step that must run and reads its models
+trains it first (`pipeline.core`).
 
 Three things make it small without rounding a weight: the student snapshots
 share most tensors (layers not yet trained, the embedding copied from the
@@ -72,19 +71,22 @@ from mbert_lib.runtime import REPO_ROOT, shown_path
 from mbert_lib.step_records import RECORD_FILE, RECORDS_ONLY_FILE
 from mbert_lib.train.run_record import EXPERIMENT_FILE
 
-BUNDLE_STEPS = ("pkt", "ablation_pd_fmt", "ablation_fmt_at", "transfer")
-RECORD_STEPS = (
-    "no_transfer",
-    "teacher_gate",
-    "ablation_copy",
-    "mlm_seeds",
+BUNDLE_STEPS = ("pkt", "ablation_pd_fmt", "transfer")
+RECORD_STEPS = ("no_transfer", "teacher_gate", "ablation_copy", "mlm_seeds")
+# bundled when they have run with the current settings, left out otherwise: PKT's stages
+# without PD (whole), the payoff's fine-tuning steps, and the optional steps of Tables 8/9
+# and the label-budget curve (records only)
+OPTIONAL_BUNDLE_STEPS = ("ablation_fmt_at",)
+OPTIONAL_RECORD_STEPS = (
     "label_budget",
     "task_distillation",
     "payoff",
+    "jkt",
+    "akt",
+    "ablation_pd",
+    "distill_seeds",
+    "label_budget_all",
 )
-# the optional steps of Tables 8/9 and the label-budget curve: bundled (records only) when
-# they have run with the current settings, left out otherwise
-OPTIONAL_RECORD_STEPS = ("jkt", "akt", "ablation_pd", "distill_seeds", "label_budget_all")
 RECORD_NAMES = (RECORD_FILE, EXPERIMENT_FILE)  # what a records-only step keeps, at any depth
 DEFAULT_BUNDLE = REPO_ROOT / "bundles" / "laptop.tar.xz"
 MAX_BYTES = 25_000_000
@@ -130,24 +132,33 @@ def write_bundle(
     out: str | os.PathLike = DEFAULT_BUNDLE,
     steps: Sequence[str] = BUNDLE_STEPS,
     records: Sequence[str] = RECORD_STEPS,
+    optional_steps: Sequence[str] = OPTIONAL_BUNDLE_STEPS,
     optional_records: Sequence[str] = OPTIONAL_RECORD_STEPS,
     max_bytes: int = MAX_BYTES,
     log: Callable[[str], None] = print,
 ) -> dict:
     """Packs ctx's finished `steps` (whole) and `records` (records only), and those of
-    `optional_records` that finished with the current settings, into `out` (xz tar) and
+    `optional_steps` / `optional_records` that finished with the current settings (whole /
+    records only), into `out` (xz tar) and
     `<out>.sha256`; returns the manifest. Refuses unfinished or stale `steps` and
     `records`, and a result over max_bytes."""
     overlap = sorted(set(steps) & set(records))
     if overlap:
         raise BundleError(f"steps {overlap} are asked for both whole and as records only")
     prints = step_fingerprints(STEPS, ctx)
-    for name in (n for n in optional_records if n not in (*steps, *records)):
+
+    def current(name: str) -> bool:
         record = read_record(ctx.step_dir(name))
         if record is not None and record.get("fingerprint") == prints[name]:
-            records = (*records, name)
-        else:
-            log(f"bundle: {name} left out (optional; not run with the current settings)")
+            return True
+        log(f"bundle: {name} left out (optional; not run with the current settings)")
+        return False
+
+    steps = (*steps, *(n for n in optional_steps if n not in steps and current(n)))
+    records = (
+        *records,
+        *(n for n in optional_records if n not in (*steps, *records) and current(n)),
+    )
     data_record = read_record(ctx.step_dir("data"))
     if data_record is None or data_record.get("fingerprint") != prints["data"]:
         raise BundleError(
