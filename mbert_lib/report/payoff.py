@@ -28,10 +28,46 @@ def gate_text(gate: Mapping, teacher: Mapping) -> str:
     return f"Teacher: {about}. Gate: {gate['text']}."
 
 
+MLM_NAMES = {"pkt": "pkt", "ablation_copy": "copy_only", "no_transfer": "no_transfer"}
+
+
+def partial_section(records: Records) -> str:
+    """What a run without a finished payoff step already shows: the gate, held-out MLM
+    over seeds and the attention through the recipe, from their own steps' records."""
+    gate, mlm, transfer = (result(records, s) for s in ("teacher_gate", "mlm_seeds", "transfer"))
+    if gate is None or mlm is None:
+        return not_run("payoff")
+    partial = {
+        "mlm": {MLM_NAMES[r]: e["mlm_accuracy"]["values"] for r, e in mlm["rows"].items()},
+        "attention": [
+            {"layer": row["layer"], **row["js"]} for row in (transfer or {}).get("attention", [])
+        ],
+    }
+    parts = [
+        gate_text(gate, result(records, "teacher")),
+        "**Held-out MLM accuracy** of the students over their pre-training seeds "
+        "(`mlm_seeds`), and each pair compared seed by seed:",
+        table(payoff_tables.mlm_table(partial)),
+        table(payoff_tables.comparisons(partial["mlm"], payoff_tables.MLM_PAIRS)),
+    ]
+    if partial["attention"]:
+        parts += [
+            "**Attention through the recipe** (`transfer`): each student layer's "
+            "Jensen-Shannon distance to its teacher layer's attention (nats, at most "
+            "ln 2 = 0.693), on one held-out batch:",
+            table(payoff_tables.attention_table(partial), index=True, decimals=5),
+        ]
+    parts.append(
+        "_The label budget and output distillation have not finished in this run "
+        "(`label_budget`, `task_distillation`, then `payoff`)._"
+    )
+    return "\n\n".join(parts)
+
+
 def payoff_section(records: Records, figures: Mapping[str, str | None]) -> str:
     payoff = result(records, "payoff")
     if payoff is None:
-        return not_run("payoff")
+        return partial_section(records)
     parts = [gate_text(result(records, "teacher_gate"), result(records, "teacher"))]
     mlm = payoff["mlm"]
     updates = (result(records, "pkt") or {}).get("train_steps")

@@ -1,0 +1,54 @@
+"""REPORT.md's payoff section before the payoff step has run: the gate, held-out MLM over
+seeds and the attention through the recipe, read from their own steps' records."""
+
+import numpy as np
+from scipy import stats
+
+from mbert_lib.report.payoff import payoff_section
+
+PKT = [0.3326, 0.3301, 0.3334]
+COPY = [0.3237, 0.3221, 0.3270]
+
+
+def _records(with_mlm=True):
+    rows = {"pkt": PKT, "ablation_copy": COPY, "no_transfer": [0.083, 0.082, 0.076]}
+    records = {
+        "teacher": {"result": {"source": "trained", "train_steps": 100}},
+        "teacher_gate": {"result": {"text": "the teacher beats the untaught student"}},
+        "transfer": {
+            "result": {
+                "attention": [
+                    {
+                        "layer": 0,
+                        "js": {
+                            "before": 0.2,
+                            "after_stage": 0.03,
+                            "final": 0.02,
+                            "untrained": 0.2,
+                            "final_without_at": 0.1,
+                        },
+                    }
+                ]
+            }
+        },
+    }
+    if with_mlm:
+        records["mlm_seeds"] = {
+            "result": {"rows": {r: {"mlm_accuracy": {"values": v}} for r, v in rows.items()}}
+        }
+    return records
+
+
+def test_without_payoff_the_section_shows_the_paired_mlm_gap_from_mlm_seeds():
+    text = payoff_section(_records(), figures={})
+    d = 100 * (np.array(PKT) - np.array(COPY))
+    low, high = stats.ttest_rel(100 * np.array(PKT), 100 * np.array(COPY)).confidence_interval()
+    row = next(line for line in text.splitlines() if line.startswith("| PKT student − copy"))
+    assert f"{d.mean():+.2f}" in row and f"[{low:+.2f}, {high:+.2f}]" in row and "beats" in row
+    assert "the teacher beats the untaught student" in text
+    assert "| 0 | 0.2 | 0.2 | 0.03 | 0.02 | 0.1 |" in text
+    assert "have not finished" in text
+
+
+def test_without_the_students_seeds_the_section_is_not_run():
+    assert "not run" in payoff_section(_records(with_mlm=False), figures={})
