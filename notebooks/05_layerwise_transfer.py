@@ -709,7 +709,9 @@ assert ((shares["AT share"] >= 0) & (shares["AT share"] <= 1)).all()
 # stage into `pkt/transfer.json` (same held-out batch): the AT KL and the plain MSE must
 # fall by half in the layer's own stage, the attention after it be at least 3× as peaked
 # as uniform, the spread move toward the teacher's, and the student trained without AT
-# (`ablation_pd_fmt`) end with at least twice the AT student's KL.
+# (`ablation_pd_fmt`) end with at least twice the AT student's KL. The 3× aim asks for
+# structure the teacher layer must have itself: its own max-p / uniform is the last
+# column, and a teacher layer that attends almost uniformly cannot teach a peaked map.
 
 # %%
 summary = ensure(["transfer"], ctx)["transfer"]
@@ -727,8 +729,30 @@ aims[["teacher_layer", "at_before", "at_after", "AT fall %", "mse_before", "mse_
       "MSE fall %", "spread_before", "spread_after", "spread_teacher", "max-p / uniform",
       "teacher's max-p / uniform"]].round(3)
 
+# %% [markdown]
+# **After the whole recipe.** A stage's gain only counts if it survives the stages after
+# it. The same step measures each layer's attention against its teacher layer at five
+# points, in Jensen-Shannon divergence,
+#
+# $$\mathrm{JS}(p, q) = \tfrac12 \mathrm{KL}(p \,\|\, m) + \tfrac12 \mathrm{KL}(q \,\|\, m),
+# \qquad m = \tfrac12 (p + q),$$
+#
+# averaged over heads and query tokens: unlike the KL that AT minimises, it stays finite
+# when the student gives zero weight where the teacher attends, and it is at most
+# $\ln 2 = 0.693$. PKT here keeps AT as a term during PD (not in the paper: with the
+# paper's PD alone the maps drift back, `docs/payoff.md`).
+
 # %%
-# Sanity: the pipeline's numbers are this notebook's (the same batch, section 7's tables).
+through = pd.DataFrame(
+    [{"layer": row["layer"], **row["js"]} for row in summary["attention"]]).set_index("layer")
+through = through[["untrained", "before", "after_stage", "final", "final_without_at"]]
+print("attention JS to the teacher through the recipe (nats)")
+through.round(5)
+
+# %%
+# Sanity: the pipeline's numbers are this notebook's (the same batch, section 7's tables),
+# and each JS is a divergence of probabilities: between 0 and ln 2.
+assert ((through >= 0) & (through <= np.log(2) + 1e-6)).all().all()
 np.testing.assert_allclose(aims.at_before, [at_by_stage.iloc[k, k] for k in aims.index], rtol=1e-3)
 np.testing.assert_allclose(aims.at_after, [at_by_stage.iloc[k, k + 1] for k in aims.index],
                            rtol=1e-3)
@@ -817,9 +841,13 @@ print(f"held-out MLM accuracy: teacher {headline.loc['mlm_accuracy', 'teacher']:
 #   at rate η can scale a weight, $e^{\eta S}$, and 75 × 6e-3 allows 1.6×. Training the
 #   current layer at 30× ($e^{4.5}$), adding the plain MSE of eq. (1) to FMT (the trained
 #   terms leave the feature scale nearly free) and weighting AT ×100, each layer's
-#   attention KL and feature MSE fall in its own stage and the student's attention takes
-#   the teacher's structure (the aims table above; `docs/laptop_recipe.md` has every
-#   setting tried). AT was never drowned in direction: it supplies most of the gradient on
+#   attention KL and feature MSE fall in its own stage (the aims table above;
+#   `docs/laptop_recipe.md` has every setting tried).
+# * **What survives the recipe.** Kept as a term during PD (not in the paper), AT holds
+#   the maps: after PD every layer is closer to its teacher layer than its own stage left
+#   it, while the student trained without AT ends farther from the teacher than an
+#   untrained student in layers 1 to 3. The shipped teacher's upper layers
+#   attend almost uniformly; the structure worth transferring is in its lower layers. AT was never drowned in direction: it supplies most of the gradient on
 #   the query/key variables; the step budget was the limit.
 # * Figures: `figures/05_stage_curves.png` (training losses per stage),
 #   `05_attention_transfer.png` and `05_attention_heads.png` (maps, teacher vs student),
