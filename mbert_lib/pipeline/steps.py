@@ -151,8 +151,8 @@ def _install_shipped(ctx: Context, settings: Mapping[str, Any]) -> dict:
     training = record["training"]
     ctx.log(
         f"teacher: the shipped one ({training['train_steps']:,} steps, "
-        f"{training['wall_seconds'] / 3600:.1f} h on {training['hardware'].split(',')[0]}): held-out "
-        f"MLM accuracy {100 * metrics['mlm_accuracy']:.2f} % on this run's data"
+        f"{training['wall_seconds'] / 3600:.1f} h on {training['hardware'].split(',')[0]}): "
+        f"held-out MLM accuracy {100 * metrics['mlm_accuracy']:.2f} % on this run's data"
     )
     return {
         "model_dir": str(model_dir),

@@ -6,10 +6,10 @@ In README.md, COURSE.md and docs/*.md a number taken from a committed record is 
 
 (the comments do not show when the Markdown is rendered): the record file (relative to
 the repository), the path of the value inside it (keys, list indices and `key=value`
-list selections separated by "/"), and a format from FORMATS. `check` lists every quote whose text differs from what
-its record gives now; `update` rewrites them all (`python -m mbert_lib quotes check`,
-`... quotes update`); tests/test_quoted_numbers.py runs `check` on every file, so a quoted
-number cannot drift from its record unnoticed.
+list selections separated by "/"), and a format from FORMATS. `check` lists every quote
+whose text differs from what its record gives now; `update` rewrites them all
+(`python -m mbert_lib quotes check`, `... quotes update`); tests/test_quoted_numbers.py
+runs `check` on every file, so a quoted number cannot drift from its record unnoticed.
 """
 
 from __future__ import annotations
