@@ -27,11 +27,11 @@ import time
 import warnings
 from pathlib import Path
 
-from mbert_lib.bench.hardware import cpu_info
 from mbert_lib.data.builtin_corpus import builtin_documents
 from mbert_lib.data.errors import DataError
 from mbert_lib.data.prepare import prepare_pretraining_data
 from mbert_lib.data.text import MAX_LINE_CHARS
+from mbert_lib.hardware import cpu_info
 
 
 def wikitext_file(path: Path, copies: int, extra_line: str = "") -> int:

@@ -24,11 +24,11 @@ import time
 from pathlib import Path
 
 from mbert_lib import atomic
-from mbert_lib.bench.hardware import cpu_info, describe
 from mbert_lib.checkpoints import load_pretrainer
 from mbert_lib.data import make_pretraining_dataset
 from mbert_lib.distill import transfer_summary
 from mbert_lib.distill.trainer import run_distillation
+from mbert_lib.hardware import cpu_info, describe
 from mbert_lib.pipeline import PipelineError, make_context
 from mbert_lib.pipeline.steps_distill import load_distill_step_experiment
 from mbert_lib.runtime import REPO_ROOT

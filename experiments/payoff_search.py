@@ -29,12 +29,12 @@ from pathlib import Path
 import numpy as np
 
 from mbert_lib import atomic, strict_json
-from mbert_lib.bench.hardware import cpu_info, describe
 from mbert_lib.checkpoints import load_pretrainer
 from mbert_lib.config_tree import apply_overrides
 from mbert_lib.data import make_pretraining_dataset
 from mbert_lib.distill import transfer_summary
 from mbert_lib.distill.trainer import run_distillation
+from mbert_lib.hardware import cpu_info, describe
 from mbert_lib.paired import paired_difference
 from mbert_lib.pipeline import ensure, make_context
 from mbert_lib.pipeline.steps_distill import load_distill_step_experiment

@@ -22,7 +22,7 @@ import copy
 import dataclasses
 
 from mbert_lib.atomic import write_text
-from mbert_lib.bench.hardware import cpu_info, describe
+from mbert_lib.hardware import cpu_info, describe
 from mbert_lib.pipeline import STEPS, make_context, run_steps
 from mbert_lib.step_records import read_record
 from mbert_lib.strict_json import dumps

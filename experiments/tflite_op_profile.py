@@ -33,8 +33,8 @@ import tempfile
 
 import numpy as np
 
-from mbert_lib.bench.hardware import cpu_info
 from mbert_lib.export.interpreter import TFLiteModel
+from mbert_lib.hardware import cpu_info
 
 # First match wins: (category, pattern on the symbol name).
 CATEGORIES = (

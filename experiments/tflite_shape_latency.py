@@ -19,12 +19,12 @@ import tempfile
 
 import tf_keras
 
-from mbert_lib.bench.hardware import cpu_info
 from mbert_lib.bench.timing import interleaved_timings
 from mbert_lib.config import get_preset
 from mbert_lib.export import tflite
 from mbert_lib.export.interpreter import TFLiteModel
 from mbert_lib.export.representative import random_features
+from mbert_lib.hardware import cpu_info
 from mbert_lib.models import build_encoder
 
 PRECISIONS = ("fp32", "dynamic_int8")

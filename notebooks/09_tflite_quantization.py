@@ -50,7 +50,7 @@ from IPython.display import display
 
 from mbert_lib import paper, tables
 from mbert_lib.anatomy.flops import flops
-from mbert_lib.bench import hardware
+from mbert_lib import hardware
 from mbert_lib.bench.tflite_latency import MODELS, TABLE7_GRID, summarize
 from mbert_lib.checkpoints import load_classifier
 from mbert_lib.data import load_tokenizer

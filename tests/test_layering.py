@@ -23,6 +23,7 @@ ROOT = REPO_ROOT / "mbert_lib"
 LAYERS = (
     {
         "atomic",
+        "hardware",
         "paired",
         "paper",
         "quiet_start",

@@ -3,7 +3,7 @@ each step's fingerprint, and is refused on a CPU without native bfloat16."""
 
 import pytest
 
-from mbert_lib.bench import hardware
+from mbert_lib import hardware
 from mbert_lib.pipeline import core, make_context, precision
 from mbert_lib.pipeline.registry import PRESETS, STEPS, get_pipeline_preset
 

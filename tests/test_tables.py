@@ -7,8 +7,10 @@ matplotlib.use("Agg")
 
 import pytest  # noqa: E402
 
-from mbert_lib import tables  # noqa: E402
-from mbert_lib.bench import hardware  # noqa: E402
+from mbert_lib import (
+    hardware,  # noqa: E402
+    tables,  # noqa: E402
+)
 from mbert_lib.viz import tflite as tflite_viz  # noqa: E402
 
 

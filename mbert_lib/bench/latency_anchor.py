@@ -25,12 +25,12 @@ import tensorflow as tf
 from mbert_lib import atomic
 from mbert_lib.bench import tflite_latency
 from mbert_lib.bench.anchor import AnchorError, check_anchor, run_anchor_command
-from mbert_lib.bench.hardware import cpu_info
 from mbert_lib.bench.timing import interleaved_timings
 from mbert_lib.config import MobileBertConfig
 from mbert_lib.export import tflite
 from mbert_lib.export.interpreter import TFLiteModel
 from mbert_lib.export.representative import random_features
+from mbert_lib.hardware import cpu_info
 from mbert_lib.models import build_encoder, count_params
 
 EXPORT_SCRIPT = (

@@ -10,7 +10,6 @@ import os
 
 from mbert_lib import atomic
 from mbert_lib.bench import anchor as tf_models_anchor
-from mbert_lib.bench.hardware import cpu_info
 from mbert_lib.bench.timing import write_json
 from mbert_lib.cli._args import (
     check_predictions,
@@ -20,6 +19,7 @@ from mbert_lib.cli._args import (
     positive_int,
 )
 from mbert_lib.config import get_preset
+from mbert_lib.hardware import cpu_info
 
 HELP = "measure distillation steps/s and tokens/s (layer-wise FMT + AT, and PD)"
 DEFAULT_ROUNDS = 3

@@ -15,7 +15,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from mbert_lib.bench.hardware import BFLOAT16_FLAGS, cpu_info, describe, native_bfloat16
+from mbert_lib.hardware import BFLOAT16_FLAGS, cpu_info, describe, native_bfloat16
 
 CHOICES = ("float32", "bfloat16")
 

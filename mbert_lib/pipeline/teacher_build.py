@@ -20,11 +20,11 @@ import numpy as np
 import tensorflow as tf
 
 from mbert_lib import config_tree
-from mbert_lib.bench.hardware import describe
 from mbert_lib.checkpoints import load_pretrainer
 from mbert_lib.data import make_pretraining_dataset, prepare_data_section
 from mbert_lib.data.text import parse_documents
 from mbert_lib.experiment import PretrainExperiment, load_experiment
+from mbert_lib.hardware import describe
 from mbert_lib.runtime import REPO_ROOT
 from mbert_lib.train.evaluation import evaluate_pretrainer
 from mbert_lib.train.metrics_io import read_scalars

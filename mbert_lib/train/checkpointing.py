@@ -24,8 +24,8 @@ import time
 import tensorflow as tf
 
 from mbert_lib import atomic
-from mbert_lib.bench.hardware import describe
 from mbert_lib.checkpoints import DamagedCheckpointError, read_checkpoint
+from mbert_lib.hardware import describe
 
 DONE_FILE = "training_done.json"
 STATE_FILE = "checkpoint"  # tf.train's list of a directory's checkpoints

@@ -5,6 +5,8 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -23,7 +25,7 @@
 import mbert_lib  # noqa: F401  (first: silences TensorFlow's start-up logs)
 from mbert_lib import anatomy, build_encoder, build_pretrainer, count_params, get_preset, paper
 from mbert_lib import runtime
-from mbert_lib.bench import hardware
+from mbert_lib import hardware
 from mbert_lib.viz import style
 
 import matplotlib.pyplot as plt

@@ -25,7 +25,7 @@
 # %%
 import mbert_lib  # noqa: F401  (first: silences TensorFlow's start-up logs)
 from mbert_lib import anatomy, build_encoder, get_preset, runtime
-from mbert_lib.bench import hardware
+from mbert_lib import hardware
 from mbert_lib.bench.keras_latency import (NORM_ACT_GRID, LatencyVariant, compiled_forward,
                                            norm_act_variants, op_latency, random_inputs,
                                            time_variants)

@@ -42,7 +42,7 @@
 # %%
 import mbert_lib  # noqa: F401  (first: selects tf-keras, silences TensorFlow's start-up logs)
 from mbert_lib import runtime
-from mbert_lib.bench import hardware
+from mbert_lib import hardware
 from mbert_lib.config_tree import apply_overrides, to_dict
 from mbert_lib.distill.analysis import learning_rate_budget
 from mbert_lib.distill.plan import plan_stages

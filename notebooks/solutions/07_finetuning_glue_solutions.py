@@ -39,7 +39,7 @@
 # %%
 import mbert_lib  # noqa: F401  (first: selects tf-keras, silences TensorFlow's start-up logs)
 from mbert_lib import runtime
-from mbert_lib.bench import hardware
+from mbert_lib import hardware
 from mbert_lib.checkpoints import load_classifier
 from mbert_lib.config_tree import apply_overrides
 from mbert_lib.data import load_tokenizer

@@ -31,7 +31,7 @@
 # %%
 import mbert_lib  # noqa: F401  (first: selects tf-keras, silences TensorFlow's start-up logs)
 from mbert_lib import convert, get_preset, runtime
-from mbert_lib.bench import hardware
+from mbert_lib import hardware
 from mbert_lib.cli import main as cli
 from mbert_lib.convert import names
 from mbert_lib.convert import tf2 as convert_tf2

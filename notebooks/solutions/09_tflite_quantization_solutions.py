@@ -32,7 +32,7 @@
 import mbert_lib  # noqa: F401  (first: selects tf-keras, silences TensorFlow's start-up logs)
 from mbert_lib import runtime
 from mbert_lib.anatomy.flops import flops_breakdown
-from mbert_lib.bench import hardware
+from mbert_lib import hardware
 from mbert_lib.bench.timing import interleaved_timings
 from mbert_lib.bench.tflite_latency import MODELS, Variant, export_variant
 from mbert_lib.checkpoints import load_classifier
