@@ -393,7 +393,9 @@ else:                             # a tiny fast-mode student can land on the sam
     print("PKT's seeds agree exactly: no seed spread to measure PKT at m* against")
 
 # %% [markdown]
-# **Answer.** PKT had 3.3 times AKT's layer-wise budget, so matching it is a *cut* of the
+# **Answer** (read from the earlier run, with the 1,800-step teacher and the paper's PD;
+# the cells above have not been run again since PD keeps AT, so their outputs are
+# empty and the numbers here are that run's). PKT had 3.3 times AKT's layer-wise budget, so matching it is a *cut* of the
 # current-layer multiplier from 30 to $m^\ast \approx 9$, with the number of updates and the
 # PD stage unchanged (checked). Two things change:
 #
