@@ -21,6 +21,7 @@ from tests import finetune_fixtures as fx
 pytestmark = pytest.mark.slow  # trains, converts or runs a pipeline: `-m "not slow"` skips it
 
 SETTINGS = {
+    "classifiers": {"step": "finetune"},  # a finetune-shaped record, written by the fixture
     "models": ["tiny"],
     "precisions": list(tflite.PRECISIONS),
     "num_threads": 1,

@@ -414,6 +414,7 @@ def install(
             f"format {FORMAT}; write the bundle again"
         )
     prints = step_fingerprints(STEPS, ctx)
+    _check_data_source(bundle, manifest, ctx, prints)
     held = {**manifest["steps"], **manifest["records"]}
     asked = [name for name in held if steps is None or name in steps]
     wanted = [name for name in asked if held[name] == prints.get(name)]
@@ -455,15 +456,10 @@ def _is_done(ctx: Context, name: str, prints: dict) -> bool:
     return record is not None and record.get("fingerprint") == prints[name]
 
 
-def _check_data(bundle, manifest: dict, ctx: Context, prints: dict) -> None:
-    """The data step of ctx (run now if needed) has exactly the files the bundle's
-    models were trained on."""
+def _check_data_source(bundle, manifest: dict, ctx: Context, prints: dict) -> None:
+    """Before anything is installed: the run reads the kind of data the bundle was made
+    from, with the same data settings and (for local data) the same files' sha256."""
     data = manifest["data"]
-    if data["fingerprint"] != prints["data"]:
-        raise BundleError(
-            f"{bundle}: made with other data settings than the current code's; "
-            "write the bundle again"
-        )
     source = "local" if ctx.data_dir else "builtin"
     if data["source"] != source:
         raise BundleError(
@@ -471,6 +467,17 @@ def _check_data(bundle, manifest: dict, ctx: Context, prints: dict) -> None:
             f"run reads {source} data"
             + (" (set MBERT_DATA_DIR, e.g. ../shared/data)" if not ctx.data_dir else "")
         )
+    if data["fingerprint"] != prints["data"]:
+        raise BundleError(
+            f"{bundle}: made from other data or data settings than this run's (the data "
+            "step's fingerprint differs); write the bundle again, or train without it"
+        )
+
+
+def _check_data(bundle, manifest: dict, ctx: Context, prints: dict) -> None:
+    """The data step of ctx (run now if needed) has exactly the files the bundle's
+    models were trained on."""
+    data = manifest["data"]
     if not _is_done(ctx, "data", prints):
         run_steps(STEPS, ctx, only=["data"])
     for name, expected in data["sha256"].items():

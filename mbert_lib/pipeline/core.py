@@ -131,11 +131,17 @@ def fingerprint(settings: Mapping[str, Any], upstream: Sequence[str] = ()) -> st
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def step_fingerprints(steps: Sequence[Step], ctx: Context) -> dict[str, str]:
+def step_fingerprints(
+    steps: Sequence[Step], ctx: Context, known: Mapping[str, str] | None = None
+) -> dict[str, str]:
     """{step name: fingerprint} for `steps` in order under ctx's settings: what a step's
-    record must hold to count as done (a step's upstream is its dependencies' prints)."""
-    prints: dict[str, str] = {}
+    record must hold to count as done (a step's upstream is its dependencies' prints).
+    `known`: prints taken as given instead of computed (e.g. a bundle's data step, whose
+    files this machine may not have)."""
+    prints: dict[str, str] = dict(known or {})
     for step in steps:
+        if step.name in prints:
+            continue
         settings = ctx.settings.get(step.name, {})
         upstream = [prints.get(d, "") for d in step.depends] + [
             f"{d}:{prints.get(d, 'absent')}" for d in step.used_steps(settings)
