@@ -26,7 +26,8 @@
 # %%
 import mbert_lib  # noqa: F401  (first: silences TensorFlow's start-up logs)
 from mbert_lib import anatomy, count_params, get_preset, runtime
-from mbert_lib import hardware, interleaved_timings, time_callable
+from mbert_lib import hardware
+from mbert_lib.bench import interleaved_timings, time_callable
 from mbert_lib.layers import MobileBertEmbedding, trigram_concat
 from mbert_lib.quiet_start import native_stderr_silenced
 
