@@ -18,6 +18,7 @@ every missing, unexpected and mis-shaped variable, never a half-loaded model.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import uuid
 from collections.abc import Callable, Mapping
@@ -198,16 +199,26 @@ def resolve_checkpoint(path: str | os.PathLike) -> str:
 def load_config(
     path: str | os.PathLike, config: MobileBertConfig | None = None
 ) -> MobileBertConfig:
-    """The config beside checkpoint `path`, checked against `config` when both exist."""
+    """The config beside checkpoint `path`, checked against `config` when both exist.
+
+    The two may differ in classifier_pooling (which reads the weights differently but
+    needs no other ones): a classifier fine-tuned with mean pooling on a [CLS] encoder.
+    """
     path = os.fspath(path)
     directory = path if os.path.isdir(path) else os.path.dirname(path)
     config_file = os.path.join(directory, CONFIG_FILE)
     stored = MobileBertConfig.from_json_file(config_file) if os.path.exists(config_file) else None
     if config is None and stored is None:
         raise FileNotFoundError(f"{config_file} does not exist; pass the config explicitly")
-    if config is not None and stored is not None and config != stored:
-        theirs = stored.to_dict()
-        diff = sorted((k, v, theirs[k]) for k, v in config.to_dict().items() if theirs[k] != v)
+    if (
+        config is not None
+        and stored is not None
+        and config.replace(classifier_pooling=stored.classifier_pooling) != stored
+    ):
+        theirs = dataclasses.asdict(stored)
+        diff = sorted(
+            (k, v, theirs[k]) for k, v in dataclasses.asdict(config).items() if theirs[k] != v
+        )
         raise ValueError(
             f"the given config differs from {config_file}: "
             + ", ".join(f"{k}={a!r} vs {b!r}" for k, a, b in diff)

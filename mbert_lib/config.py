@@ -25,6 +25,7 @@ from mbert_lib import atomic
 
 ACTIVATIONS = ("relu", "relu6", "gelu", "gelu_new", "tanh", "swish", "linear")
 NORMALIZATION_TYPES = ("no_norm", "layer_norm")
+POOLINGS = ("first", "mean")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,6 +56,11 @@ class MobileBertConfig:
     num_feedforward_networks: int = 1
     normalization_type: str = "layer_norm"
     classifier_activation: bool = True
+    # What `pooled_output` reads: "first", the [CLS] vector (BERT, MobileBERT and every
+    # released checkpoint), or "mean", the average of the last block's outputs over the
+    # real tokens (Sentence-BERT's pooling; not in the paper). Written to bert_config.json
+    # only when not "first", so released configs read and write unchanged.
+    classifier_pooling: str = "first"
 
     def __post_init__(self):
         _check_types(self)
@@ -103,7 +109,10 @@ class MobileBertConfig:
             raise ValueError(f"{path}: {e}") from e
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        values = dataclasses.asdict(self)
+        if values["classifier_pooling"] == "first":
+            del values["classifier_pooling"]
+        return values
 
     def to_json_string(self) -> str:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
@@ -155,7 +164,7 @@ def _check_types(c: MobileBertConfig) -> None:
         v = getattr(c, name)
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise ValueError(f"{name} must be a number, got {v!r}")
-    for name in ("hidden_act", "normalization_type"):
+    for name in ("hidden_act", "normalization_type", "classifier_pooling"):
         if not isinstance(getattr(c, name), str):
             raise ValueError(f"{name} must be a string, got {getattr(c, name)!r}")
 
@@ -173,6 +182,10 @@ def _check_values(c: MobileBertConfig) -> None:
         )
     if c.hidden_act not in ACTIVATIONS:
         raise ValueError(f"hidden_act must be one of {ACTIVATIONS}, got {c.hidden_act!r}")
+    if c.classifier_pooling not in POOLINGS:
+        raise ValueError(
+            f"classifier_pooling must be one of {POOLINGS}, got {c.classifier_pooling!r}"
+        )
     if c.normalization_type not in NORMALIZATION_TYPES:
         raise ValueError(
             f"normalization_type must be one of {NORMALIZATION_TYPES}, got {c.normalization_type!r}"

@@ -7,7 +7,9 @@ ones) and `input_type_ids` (segment ids; default all zeros).
 Every encoder returns a dict:
     embedding_output   [B, T, H]        input of the first block
     sequence_output    [B, T, H]        output of the last block
-    pooled_output      [B, H]           [CLS] vector, tanh(W·[CLS] + b) if classifier_activation
+    pooled_output      [B, H]           [CLS] vector (classifier_pooling "first") or the mean
+                                        of sequence_output over real tokens ("mean"), then
+                                        tanh(W·v + b) if classifier_activation
     encoder_outputs    L × [B, T, H]    every block's output (feature-map transfer)
     attention_scores   L × [B, N, T, T] every block's post-softmax attention probabilities
                                         (attention transfer; TF1 returned pre-softmax logits)
@@ -70,12 +72,33 @@ def _first_blocks(blocks, num_layers):
     return blocks[:num_layers]
 
 
-def _run_blocks(x, blocks, mask, pooler, training, output_positions=None) -> dict:
+def pool(sequence_output, mask, pooling: str = "first"):
+    """The vector a sentence head reads, [B, H], from sequence_output [B, T, H].
+
+    "first": the [CLS] position. "mean": (1/|m|) Σ_t m_t x_t over the real tokens
+    (mask m [B, T], 1 = token, 0 = padding).
+    """
+    if pooling == "first":
+        return sequence_output[:, 0]
+    if pooling != "mean":
+        raise ValueError(f"classifier_pooling must be 'first' or 'mean', got {pooling!r}")
+    m = tf.cast(mask, sequence_output.dtype)[:, :, tf.newaxis]  # [B, T, 1]
+    count = tf.maximum(tf.reduce_sum(m, axis=1), 1.0)  # [B, 1]
+    return tf.reduce_sum(sequence_output * m, axis=1) / count
+
+
+def _run_blocks(x, blocks, mask, pooler, training, output_positions=None, pooling="first"):
     """The blocks on embeddings x [B, T, H] -> the encoder output dict.
 
     With output_positions [B, P], the last block runs its queries only at
-    [CLS] and those positions (`MobileBertTransformer`'s query_positions).
+    [CLS] and those positions (`MobileBertTransformer`'s query_positions); it
+    cannot be combined with "mean" pooling, which reads every position.
     """
+    if output_positions is not None and pooling != "first":
+        raise ValueError(
+            "output_positions needs classifier_pooling 'first': 'mean' pooling reads every "
+            "position of the last block"
+        )
     embedding_output, layer_outputs, attention_probs = x, [], []
     for i, block in enumerate(blocks):
         if output_positions is not None and i == len(blocks) - 1:
@@ -86,7 +109,7 @@ def _run_blocks(x, blocks, mask, pooler, training, output_positions=None) -> dic
             cls, x, probs = x[:, 0], x[:, 1:], probs[:, :, 1:]  # [B, H], [B, P, H]
         else:
             x, probs = block(x, mask, training=training)  # [B, T, H], [B, N, T, T]
-            cls = x[:, 0]  # [B, H]
+            cls = pool(x, mask, pooling)  # [B, H]
         layer_outputs.append(x)
         attention_probs.append(probs)
     return {
@@ -157,7 +180,13 @@ class MobileBertEncoder(tf_keras.Model):
         word_ids, mask, type_ids = _unpack_inputs(inputs)
         x = self.embedding(word_ids, type_ids, training=training)  # [B, T, H]
         return _run_blocks(
-            x, _first_blocks(self.blocks, num_layers), mask, self.pooler, training, output_positions
+            x,
+            _first_blocks(self.blocks, num_layers),
+            mask,
+            self.pooler,
+            training,
+            output_positions,
+            self.config.classifier_pooling,
         )
 
     def get_config(self):
@@ -281,7 +310,15 @@ class BertEncoder(tf_keras.Model):
             + self.token_type_embeddings(type_ids)
         )
         x = self.embedding_dropout(self.embedding_norm(x), training=training)
-        return _run_blocks(x, self.blocks, mask, self.pooler, training, output_positions)
+        return _run_blocks(
+            x,
+            self.blocks,
+            mask,
+            self.pooler,
+            training,
+            output_positions,
+            self.config.classifier_pooling,
+        )
 
     def get_config(self):
         return {"config": self.config.to_dict(), "name": self.name}
@@ -375,7 +412,9 @@ class Classifier(tf_keras.Model):
         return self.encoder.config
 
     def call(self, inputs, training=None):
-        pooled = self.encoder(inputs, training=training)["pooled_output"]
+        # a frozen encoder (trainable False: features only) runs without its dropout
+        encoder_training = training if self.encoder.trainable else False
+        pooled = self.encoder(inputs, training=encoder_training)["pooled_output"]
         return {"logits": self.head(pooled, training=training)}
 
     def get_config(self):

@@ -178,6 +178,8 @@ INVALID = [
     (dict(initializer_range=0.0), "initializer_range"),
     (dict(hidden_act="gelu_fast"), "hidden_act"),
     (dict(normalization_type="batch_norm"), "normalization_type"),
+    (dict(classifier_pooling="max"), "classifier_pooling"),
+    (dict(classifier_pooling=0), "classifier_pooling"),
     (dict(embedding_size=1024), "embedding_size"),
     (dict(intra_bottleneck_size=130), "intra_bottleneck_size"),
     (

@@ -226,3 +226,32 @@ def test_a_regression_pair_task_trains_end_to_end(setup, tmp_path):
     assert np.isfinite(record["eval"]["loss"])
     assert load_classifier(tmp_path / "run").num_classes == 1
     assert get_task("stsb").is_regression
+
+
+def test_a_mean_pooled_classifier_learns_and_is_exported_with_its_pooling(setup, tmp_path):
+    """model.pooling=mean: the head reads every token's average; the exported classifier's
+    bert_config.json says so, and reloading it gives the logits the run evaluated."""
+    model_dir = str(tmp_path / "mean")
+    record = trainer.run_finetuning(experiment(*setup, "model.pooling=mean"), model_dir, **QUIET)
+    assert record["eval"]["accuracy"] >= 0.95, record["history"]
+    with open(os.path.join(model_dir, "bert_config.json"), encoding="utf-8") as f:
+        assert json.load(f)["classifier_pooling"] == "mean"
+    logits, labels = dev_logits(model_dir, setup)
+    assert np.mean(np.argmax(logits, -1) == labels) == pytest.approx(record["eval"]["accuracy"])
+
+
+def test_a_frozen_encoder_keeps_its_weights_and_only_the_head_learns(setup, tmp_path):
+    """model.freeze_encoder: the feature-based use of a pre-trained model. The exported
+    encoder equals the pre-trained one weight for weight; the head moved."""
+    from mbert_lib.checkpoints import load_encoder
+
+    init, _ = setup
+    model_dir = str(tmp_path / "frozen")
+    overrides = "model.freeze_encoder=true,model.pooling=mean,model.dropout_rate=0.1"
+    trainer.run_finetuning(experiment(*setup, overrides), model_dir, **QUIET)
+    before, after = load_encoder(init), load_classifier(model_dir)
+    assert len(before.weights) == len(after.encoder.weights)
+    for a, b in zip(before.weights, after.encoder.weights, strict=True):
+        np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=a.name)
+    head = after.head.dense.kernel.numpy()
+    assert np.abs(head).max() > 0.04  # the initializer cuts at 2 × 0.02: the head moved

@@ -118,6 +118,11 @@ def hf_unrepresentable(config: MobileBertConfig) -> list[str]:
             f"{config.intra_bottleneck_size} unless key_query_shared_bottleneck or "
             "use_bottleneck_attention is set"
         )
+    if config.classifier_pooling != "first":
+        reasons.append(
+            f"its pooled output averages every token (classifier_pooling "
+            f"{config.classifier_pooling!r}), but transformers' pooler reads the [CLS] token"
+        )
     return reasons
 
 

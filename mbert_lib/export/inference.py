@@ -28,7 +28,7 @@ import math
 
 import tensorflow as tf
 
-from mbert_lib.models import Classifier, MobileBertEncoder, _unpack_inputs
+from mbert_lib.models import Classifier, MobileBertEncoder, _unpack_inputs, pool
 
 DEFAULT_MASK_PENALTY = 20.0
 
@@ -93,7 +93,7 @@ def encoder_forward(
     x = encoder.embedding(word_ids, type_ids, training=False)  # [B, T, H]
     for block in encoder.blocks:
         x = _block(block, x, keep, mask_penalty)
-    cls = x[:, 0]
+    cls = pool(x, mask, encoder.config.classifier_pooling)  # [B, H]
     return {
         "sequence_output": x,
         "pooled_output": encoder.pooler(cls) if encoder.pooler is not None else cls,

@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
+from mbert_lib.config import POOLINGS
 from mbert_lib.config_tree import check
 from mbert_lib.experiment import (
     LearningRateSection,
@@ -59,9 +60,16 @@ class FinetuneModelSection:
 
     init_checkpoint: str | None = None  # required to run (--init_checkpoint)
     dropout_rate: float = 0.1  # dropout on the pooled output, before the head
+    # what the head reads: "first" ([CLS], the paper's) or "mean" (every real token's
+    # average), written into the classifier's bert_config.json as classifier_pooling
+    pooling: str = "first"
+    # true: the encoder's weights stay as pre-trained and only the head learns (BERT's
+    # "feature-based" use, a probe of what pre-training put into the vectors)
+    freeze_encoder: bool = False
 
     def __post_init__(self):
         check(0 <= self.dropout_rate < 1, "model.dropout_rate", "in [0, 1)", self.dropout_rate)
+        check(self.pooling in POOLINGS, "model.pooling", f"one of {POOLINGS}", self.pooling)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -135,7 +135,7 @@ def run_finetuning(
         experiment.runtime.devices,
         experiment.runtime.tpu_address,
     )
-    config = load_config(init)
+    config = load_config(init).replace(classifier_pooling=experiment.model.pooling)
     if experiment.task.seq_length > config.max_position_embeddings:
         raise ValueError(
             f"task.seq_length ({experiment.task.seq_length}) exceeds the model's "
@@ -198,6 +198,7 @@ def _train(
         model = build_classifier(
             config, task.num_classes, experiment.model.dropout_rate, encoder=encoder
         )
+        encoder.trainable = not experiment.model.freeze_encoder
         optimizer = create_optimizer(trainer.optimizer, trainer.schedule(train_steps), train_steps)
         optimizer.build(model.trainable_variables)
         step = step_counter()
