@@ -47,7 +47,30 @@ def test_without_payoff_the_section_shows_the_paired_mlm_gap_from_mlm_seeds():
     assert f"{d.mean():+.2f}" in row and f"[{low:+.2f}, {high:+.2f}]" in row and "beats" in row
     assert "the teacher beats the untaught student" in text
     assert "| 0 | 0.2 | 0.2 | 0.03 | 0.02 | 0.1 |" in text
-    assert "have not finished" in text
+    assert "Not finished in this run: `label_budget`, `task_distillation`" in text
+
+
+def test_a_finished_task_distillation_shows_before_the_payoff_step():
+    """Its rows and its paired gains, computed again here with scipy."""
+    labels_only, soft = [0.61, 0.58, 0.64], [0.70, 0.71, 0.72]
+    records = _records()
+    records["task_distillation"] = {
+        "result": {
+            "labels": 1000,
+            "temperature": 2.0,
+            "teacher": [0.745] * 3,
+            "labels_only": labels_only,
+            "soft_labels": soft,
+            "pseudo_labels": [0.70, 0.70, 0.71],
+        }
+    }
+    text = payoff_section(records, figures={})
+    low, high = stats.ttest_rel(
+        100 * np.array(soft), 100 * np.array(labels_only)
+    ).confidence_interval()
+    row = next(line for line in text.splitlines() if "soft" in line and "−" in line)
+    assert f"[{low:+.2f}, {high:+.2f}]" in row and "beats" in row, row
+    assert "Not finished in this run: `label_budget`, then `payoff`" in text
 
 
 def test_without_the_students_seeds_the_section_is_not_run():

@@ -57,11 +57,26 @@ def partial_section(records: Records) -> str:
             "ln 2 = 0.693), on one held-out batch:",
             table(payoff_tables.attention_table(partial), index=True, decimals=5),
         ]
+    distill = result(records, "task_distillation")
+    if distill is not None:
+        parts += _distill_parts({"task_distillation": distill})
+    missing = [s for s in ("label_budget", "task_distillation") if result(records, s) is None]
     parts.append(
-        "_The label budget and output distillation have not finished in this run "
-        "(`label_budget`, `task_distillation`, then `payoff`)._"
+        f"_Not finished in this run: {', '.join(f'`{s}`' for s in missing)}, then `payoff`._"
     )
     return "\n\n".join(parts)
+
+
+def _distill_parts(payoff: Mapping) -> list[str]:
+    distill = payoff["task_distillation"]
+    return [
+        f"**Output distillation** (`task_distillation`): the PKT student with "
+        f"{distill['labels']:,} labels, alone or with the fine-tuned teacher's targets on "
+        f"the other training sentences (soft: τ = {distill['temperature']:g}; hard: its "
+        "argmax), the same steps and seeds:",
+        table(payoff_tables.task_distillation_table(payoff)),
+        table(payoff_tables.comparisons(distill, payoff_tables.DISTILL_PAIRS)),
+    ]
 
 
 def payoff_section(records: Records, figures: Mapping[str, str | None]) -> str:
@@ -90,14 +105,8 @@ def payoff_section(records: Records, figures: Mapping[str, str | None]) -> str:
     )
     if figures.get("label_budget"):
         parts.append(f"![label budget]({figures['label_budget']})")
-    distill = payoff["task_distillation"]
+    parts += _distill_parts(payoff)
     parts += [
-        f"**Output distillation** (`task_distillation`): the PKT student with "
-        f"{distill['labels']:,} labels, alone or with the fine-tuned teacher's targets on "
-        f"the other training sentences (soft: τ = {distill['temperature']:g}; hard: its "
-        "argmax), the same steps and seeds:",
-        table(payoff_tables.task_distillation_table(payoff)),
-        table(payoff_tables.comparisons(distill, payoff_tables.DISTILL_PAIRS)),
         "**Attention through the recipe** (`transfer`): each student layer's Jensen-Shannon "
         "distance to its teacher layer's attention (nats, at most ln 2 = 0.693), on one "
         "held-out batch:",
