@@ -70,6 +70,11 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
 
     grid = parse_grid(args.grid)
+    if "trainer.train_steps" not in grid and "trainer.train_steps" not in _extra(args.extra):
+        raise SystemExit(
+            "--grid or --extra must set trainer.train_steps: without it a run keeps its best "
+            "epoch on the dev set, which is what it is scored on"
+        )
     path = Path(args.json)
     record = json.loads(path.read_text()) if path.exists() else {"runs": []}
     runs = {(r["model"], r["budget"], r["setting"], r["seed"]): r for r in record["runs"]}

@@ -44,8 +44,8 @@ def test_smoke_reproduction_runs_resumes_and_reports(monkeypatch, capsys):
     assert not any((out / name).exists() for name in left_out)  # a full run leaves them out
     assert f"optional steps not run: {', '.join(left_out)}" in first
     # the notebooks read the optional rows and latency too: added as a reader would add them
-    # (distill_seeds has a test of its own; label_budget_all is label_budget's code with
-    # other budgets, and the report's "all" row is covered by tests/test_report_tables.py)
+    # (distill_seeds has a test of its own; label_budget_all, label_budget's code with the
+    # "all" budget, is left out to keep CI short: nothing here runs its "all" row)
     extra = [name for name in left_out if name not in ("distill_seeds", "label_budget_all")]
     steps = ",".join([*extra, "report"])
     assert main(["reproduce", "--preset", "smoke", "--out", str(out), "--steps", steps]) == 0
