@@ -396,7 +396,7 @@ def write_figures(
         plt.close(
             plot_label_budget(
                 payoff,
-                "Pre-training pays where labels are few (not in the paper)",
+                "SST-2 dev accuracy by label budget, paired seeds (not in the paper)",
                 out["label_budget"],
             )
         )
