@@ -2,8 +2,10 @@
 
 `MBERT_FAST=1` shrinks every heavy computation (sizes, steps, data, repeats)
 so that all notebooks run in minutes under nbmake; fast mode runs the same
-code paths, only smaller. Figures of a fast run go to a scratch directory,
-so a test run never overwrites the committed full-run figures in figures/.
+code paths, only smaller (and builds LayerNorms without XLA, whose per-layer compiles
+cost more than a few-step run: `mbert_lib.layers.fast.layer_norm`). Figures of a fast
+run go to a scratch directory, so a test run never overwrites the committed full-run
+figures in figures/.
 """
 
 from __future__ import annotations

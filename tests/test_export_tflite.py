@@ -9,6 +9,7 @@ from mbert_lib import build_classifier, build_encoder, get_preset
 from mbert_lib.export import tflite
 from mbert_lib.export.interpreter import TFLiteModel
 from mbert_lib.export.representative import random_features, representative_dataset
+from mbert_lib.layers.fast.layer_norm import xla_layer_norm
 
 pytestmark = pytest.mark.slow  # trains, converts or runs a pipeline: `-m "not slow"` skips it
 
@@ -45,7 +46,10 @@ def _models():
     }
 
 
-MODELS = _models()
+# The teacher's LayerNorms as a full run builds them, each with its XLA formula (fast mode
+# would build them unfused), so that the conversion of those formulas is what is tested.
+with xla_layer_norm(True):
+    MODELS = _models()
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ import tf_keras
 
 from mbert_lib.layers.fast.dense import Dense
 from mbert_lib.layers.fast.dropout import Dropout
-from mbert_lib.layers.fast.layer_norm import LayerNorm
+from mbert_lib.layers.fast.layer_norm import LayerNorm, xla_enabled, xla_layer_norm
 
 RATE = 0.1
 
@@ -90,8 +90,17 @@ def _keras_and_ours_layer_norm(width):
     return keras, ours
 
 
-def test_layer_norm_matches_numpy_and_keras_values_and_gradients():
+@pytest.fixture(params=[True, False], ids=["xla", "unfused"])
+def layer_norm_mode(request):
+    """Both ways a LayerNorm runs its formula: XLA (full runs), TensorFlow's kernels
+    (fast mode)."""
+    with xla_layer_norm(request.param):
+        yield request.param
+
+
+def test_layer_norm_matches_numpy_and_keras_values_and_gradients(layer_norm_mode):
     keras, ours = _keras_and_ours_layer_norm(48)
+    assert (ours._xla_formula is not None) == layer_norm_mode
     x = tf.constant(np.random.default_rng(1).normal(2.0, 3.0, (4, 9, 48)).astype("float32"))
     gamma, beta = (w.numpy() for w in ours.weights)
     mu, var = x.numpy().mean(-1, keepdims=True), x.numpy().var(-1, keepdims=True)
@@ -109,7 +118,7 @@ def test_layer_norm_matches_numpy_and_keras_values_and_gradients():
         np.testing.assert_allclose(o, k, rtol=1e-4, atol=1e-4)
 
 
-def test_layer_norm_has_keras_weights_and_dtypes():
+def test_layer_norm_has_keras_weights_and_dtypes(layer_norm_mode):
     keras, ours = _keras_and_ours_layer_norm(8)
     assert isinstance(ours, tf_keras.layers.LayerNormalization)
     assert [w.name.split("/")[-1].split(":")[0] for w in ours.weights] == ["gamma", "beta"]
@@ -118,7 +127,7 @@ def test_layer_norm_has_keras_weights_and_dtypes():
     np.testing.assert_allclose(ours(x), keras(x), rtol=1e-5, atol=1e-5)
 
 
-def test_layer_norm_under_mixed_bfloat16_matches_keras():
+def test_layer_norm_under_mixed_bfloat16_matches_keras(layer_norm_mode):
     tf_keras.mixed_precision.set_global_policy("mixed_bfloat16")
     try:
         keras, ours = _keras_and_ours_layer_norm(16)
@@ -145,12 +154,30 @@ def test_many_layer_norms_called_eagerly_trace_once_each_without_a_retracing_war
     try:
         x = tf.random.normal([2, 3, 8])
         layers = [LayerNorm() for _ in range(8)]
-        for layer in layers:
-            x = layer(x)
+        with xla_layer_norm(True):
+            for layer in layers:
+                x = layer(x)
     finally:
         tf.get_logger().removeHandler(handler)
     assert [layer._xla_formula.experimental_get_tracing_count() for layer in layers] == [1] * 8
     assert not [m for m in messages if "retracing" in m], messages
+
+
+def test_fast_mode_builds_layer_norms_without_xla_and_both_give_one_result(monkeypatch):
+    x = tf.constant(np.random.default_rng(3).normal(1.0, 2.0, (3, 7, 16)).astype("float32"))
+    with xla_layer_norm(True):
+        fused = LayerNorm()
+        y_fused = fused(x)
+    assert fused._xla_formula is not None
+    for fast, expected in (("1", False), ("0", True)):
+        monkeypatch.setenv("MBERT_FAST", fast)
+        assert xla_enabled() is expected
+    monkeypatch.setenv("MBERT_FAST", "1")
+    unfused = LayerNorm()
+    unfused.build(x.shape)
+    unfused.set_weights(fused.get_weights())
+    assert unfused._xla_formula is None
+    np.testing.assert_allclose(unfused(x), y_fused, rtol=1e-5, atol=1e-6)
 
 
 # --------------------------------------------------------------------- Dense

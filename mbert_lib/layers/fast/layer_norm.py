@@ -18,12 +18,39 @@ call of the shared function with one layer's constants (a three-layer
 check: outputs off by ~15; the smoke pipeline's fine-tuned teacher: logits
 off by 4e-4, hidden states by 0.2). `tests/test_export_tflite.py` exports a
 teacher whose LayerNorms all differ and compares it with Keras.
+
+XLA compiles each LayerNorm's forward and backward for every new shape, about a second
+each on 2 CPU cores: it pays back over a training run, not over CI's runs of a few
+steps. So in fast mode (`MBERT_FAST=1`) LayerNorms are built running the same formula
+unfused, by TensorFlow's kernels; `xla_layer_norm(True)` forces XLA, as the tests of
+this layer do.
 """
 
+import contextlib
 import functools
 
 import tensorflow as tf
 import tf_keras
+
+from mbert_lib.runtime import fast_mode
+
+_FORCED: list[bool | None] = [None]
+
+
+def xla_enabled() -> bool:
+    """Whether a LayerNorm built now runs its formula by XLA: forced by
+    `xla_layer_norm`, else everywhere but fast mode."""
+    return not fast_mode() if _FORCED[0] is None else _FORCED[0]
+
+
+@contextlib.contextmanager
+def xla_layer_norm(enabled: bool):
+    """LayerNorms built inside the block run by XLA (True) or by TensorFlow's kernels."""
+    previous, _FORCED[0] = _FORCED[0], bool(enabled)
+    try:
+        yield
+    finally:
+        _FORCED[0] = previous
 
 
 def _layer_norm(x, gamma, beta, epsilon):
@@ -43,6 +70,8 @@ class LayerNorm(tf_keras.layers.LayerNormalization):
 
     def build(self, input_shape):
         super().build(input_shape)
+        if not xla_enabled():
+            return
         # Traced once, for float32 inputs of this rank and any size (XLA still compiles
         # each shape it meets). TensorFlow counts traces per code object and warns about
         # "retracing" after five: a lambda or closure would share one code object across
