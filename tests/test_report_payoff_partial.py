@@ -71,6 +71,11 @@ def test_a_finished_task_distillation_shows_before_the_payoff_step():
     row = next(line for line in text.splitlines() if "soft" in line and "−" in line)
     assert f"[{low:+.2f}, {high:+.2f}]" in row and "beats" in row, row
     assert "Not finished in this run: `label_budget`, then `payoff`" in text
+    # the teacher is fine-tuned once and listed per seed: its row shows no spread
+    teacher = next(line for line in text.splitlines() if line.startswith("| IB-BERT teacher"))
+    assert "| 74.5 |" in teacher and "±" not in teacher and "one fine-tuning run" in teacher
+    students = next(line for line in text.splitlines() if line.startswith("| labels alone"))
+    assert f"{100 * np.mean(labels_only):.1f} ± {100 * np.std(labels_only, ddof=1):.1f}" in students
 
 
 def test_without_the_students_seeds_the_section_is_not_run():
