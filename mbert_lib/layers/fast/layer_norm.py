@@ -19,11 +19,11 @@ check: outputs off by ~15; the smoke pipeline's fine-tuned teacher: logits
 off by 4e-4, hidden states by 0.2). `tests/test_export_tflite.py` exports a
 teacher whose LayerNorms all differ and compares it with Keras.
 
-XLA compiles each LayerNorm's forward and backward for every new shape, about a second
-each on 2 CPU cores: it pays back over a training run, not over CI's runs of a few
-steps. So in fast mode (`MBERT_FAST=1`) LayerNorms are built running the same formula
-unfused, by TensorFlow's kernels; `xla_layer_norm(True)` forces XLA, as the tests of
-this layer do.
+XLA compiles each LayerNorm's forward and backward for every new shape: that pays back
+over a training run, not over CI's runs of a few steps (`results/ci_test_time.json`).
+So in fast mode (`MBERT_FAST=1`) LayerNorms are built running the same formula unfused,
+by TensorFlow's kernels; `xla_layer_norm(True)` forces XLA, as the tests of this layer
+do.
 """
 
 import contextlib
