@@ -155,3 +155,27 @@ def test_steps_follow_finetuning_and_laptop_latency_is_the_papers_setting():
     assert set(latency["precisions"]) == {"fp32", "dynamic_int8"} and latency["table7"]
     assert latency["repeats"] >= 20
     assert PRESETS["laptop"]["tflite"]["models"] == ["teacher", "pkt"]
+
+
+def test_the_classifiers_of_output_distillation_are_its_teacher_and_one_rows_students(tmp_path):
+    result = {
+        "task": "sst2",
+        "student": "pkt",
+        "seeds": [0, 1],
+        "model_dirs": {
+            "teacher": ["t"],
+            "labels_only": ["l0", "l1"],
+            "soft_labels": ["s0", "s1"],
+            "pseudo_labels": ["p0", "p1"],
+        },
+    }
+    (tmp_path / "task_distillation").mkdir()
+    record = {"step": "task_distillation", "result": result, "seconds": 1.0, "fingerprint": "x"}
+    (tmp_path / "task_distillation" / RECORD_FILE).write_text(json.dumps(record))
+    ctx = Context(out_dir=tmp_path, settings={}, log=lambda _: None)
+    source = {"classifiers": {"step": "task_distillation", "row": "soft_labels"}}
+    found = steps_export.classifiers(ctx, source)
+    assert steps_export.finetuned_model_dir(found, "teacher") == "t"
+    assert steps_export.finetuned_model_dir(found, "pkt", seed=1) == "s1"
+    with pytest.raises(PipelineError, match="tflite.classifiers.row: 'soft'; expected"):
+        steps_export.classifiers(ctx, {"classifiers": {"step": "task_distillation", "row": "soft"}})

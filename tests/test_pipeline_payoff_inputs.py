@@ -2,8 +2,15 @@
 
 import pytest
 
+from mbert_lib.config_tree import apply_overrides
+from mbert_lib.finetune.experiment import FinetuneExperiment
 from mbert_lib.pipeline.core import PipelineError
-from mbert_lib.pipeline.steps_payoff import _budget_size, check_task_distillation
+from mbert_lib.pipeline.steps_payoff import (
+    _budget_size,
+    budget_overrides,
+    check_task_distillation,
+    check_task_distillation_sweep,
+)
 
 SETTINGS = {"labels": 1000, "seeds": 5, "temperature": 2.0}
 
@@ -19,13 +26,24 @@ def test_label_budgets_within_the_training_set_and_all():
     assert _budget_size("all", 67349) is None
 
 
+def test_a_budgets_overrides_set_its_size_length_and_the_models_settings():
+    spec = {"seeds": 5, "train_steps": 300}
+    pairs = budget_overrides(2000, spec, {"trainer.learning_rate": 3e-3})
+    experiment = apply_overrides(FinetuneExperiment(), pairs)
+    assert experiment.trainer.learning_rate == 3e-3
+    assert experiment.trainer.train_steps == 300 and experiment.task.max_train_examples == 2000
+    pairs = budget_overrides(None, {"seeds": 3, "epochs": 1}, {"trainer.learning_rate": 1e-3})
+    experiment = apply_overrides(FinetuneExperiment(), pairs)
+    assert experiment.trainer.learning_rate == 1e-3 and experiment.trainer.epochs == 1
+    assert experiment.task.max_train_examples is None
+
+
 @pytest.mark.parametrize(
     "change, message",
     [
         ({"temperature": 0}, "temperature 0 must be a number > 0"),
         ({"temperature": -1.0}, "temperature -1.0"),
         ({"temperature": float("inf")}, "temperature inf"),
-        ({"sweep": {"temperatures": [1.0, 0.0], "seeds": 2}}, "temperature 0.0"),
         ({"labels": 0}, "labels: 0 must be a whole number .* from 1 to 67,348"),
         ({"labels": 67349}, "labels: 67349"),
         ({"seeds": 1}, "pairing needs at least 2"),
@@ -35,3 +53,20 @@ def test_task_distillation_settings_that_cannot_run_are_refused(change, message)
     check_task_distillation(SETTINGS, 67349)
     with pytest.raises(PipelineError, match=message):
         check_task_distillation({**SETTINGS, **change}, 67349)
+
+
+@pytest.mark.parametrize(
+    "runs, message",
+    [
+        (None, r"runs: expected a mapping .* got None"),
+        ({}, r"runs: expected a mapping"),
+        ({"tau0": {"temperature": 0.0}}, r"runs.tau0: temperature 0.0 must be a number > 0"),
+        ({"t": {}}, r"runs.t: temperature None must be"),
+        ({"t": {"temperature": 2.0, "train_steps": 0}}, r"runs.t.train_steps: 0 must be"),
+        ({"t": {"temperature": 2.0, "steps": 10}}, r"runs.t: expected \{temperature"),
+    ],
+)
+def test_a_temperature_sweep_that_cannot_run_is_refused(runs, message):
+    check_task_distillation_sweep({"runs": {"tau4": {"temperature": 4.0, "train_steps": 900}}})
+    with pytest.raises(PipelineError, match=message):
+        check_task_distillation_sweep({"runs": runs})

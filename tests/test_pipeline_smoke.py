@@ -43,11 +43,15 @@ def test_smoke_reproduction_runs_resumes_and_reports(monkeypatch, capsys):
     left_out = [s.name for s in STEPS if s.optional]
     assert not any((out / name).exists() for name in left_out)  # a full run leaves them out
     assert f"optional steps not run: {', '.join(left_out)}" in first
+    # without the optional steps, payoff.json holds seed 0's MLM and no label-budget curve
+    early = strict_json_loads((out / "payoff.json").read_text())
+    assert early["sources"] == {"mlm": "rows (seed 0)", "label_budget": []}
+    assert {len(v) for v in early["mlm"].values()} == {1} and early["label_budget"] == {}
     # the notebooks read the optional rows and latency too: added as a reader would add them
     # (distill_seeds has a test of its own; label_budget_all, label_budget's code with the
     # "all" budget, is left out to keep CI short: nothing here runs its "all" row)
     extra = [name for name in left_out if name not in ("distill_seeds", "label_budget_all")]
-    steps = ",".join([*extra, "report"])
+    steps = ",".join([*extra, "payoff", "report"])
     assert main(["reproduce", "--preset", "smoke", "--out", str(out), "--steps", steps]) == 0
     assert all(read_record(out / name) is not None for name in extra)
     capsys.readouterr()
@@ -100,6 +104,7 @@ def _payoff(out):
     assert payoff["teacher"]["source"] == "shipped"
     assert payoff["teacher"]["gate"] in ("beats", "level", "behind")
     assert 0 < payoff["teacher"]["mlm_accuracy"] < 1
+    assert payoff["sources"] == {"mlm": "mlm_seeds", "label_budget": ["label_budget"]}
     assert set(payoff["mlm"]) == {"pkt", "copy_only", "no_transfer"}
     assert {len(v) for v in payoff["mlm"].values()} == {2}  # smoke: seeds 0 and 1
     assert {"64"} <= set(payoff["label_budget"]) <= {"64", "all"}
@@ -127,3 +132,12 @@ def _payoff(out):
     assert quoted["mean"] == pytest.approx(d.mean()) and quoted["n"] == len(d)
     assert quoted["se"] == pytest.approx(d.std(ddof=1) / np.sqrt(len(d)))
     assert set(payoff["paired"]["label_budget"]) == set(payoff["label_budget"])
+    # the optional temperature sweep pairs with the task_distillation rows, seed by seed
+    sweep = read_record(out / "task_distillation_sweep")["result"]
+    run = sweep["runs"]["tau4"]
+    assert sweep["seeds"] == [0, 1] and run["temperature"] == 4.0 and run["train_steps"] == 8
+    d = (np.array(run["values"]) - np.array(distill["labels_only"])) * 100
+    assert run["comparisons"]["tau4 − labels_only"]["mean"] == pytest.approx(d.mean())
+    assert run["gap_to_teacher"] == pytest.approx(
+        100 * (distill["teacher"][0] - np.mean(run["values"]))
+    )

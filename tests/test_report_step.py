@@ -46,9 +46,7 @@ def test_the_report_lists_the_registry_steps_in_order():
     assert report["optional"] == [s.name for s in STEPS if s.optional]
     # a full run: the main student, the rows the transfer step and the payoff read
     main = {"pkt", "no_transfer", "ablation_copy", "ablation_pd_fmt", "teacher_gate", "tflite"}
-    assert main | {"mlm_seeds", "label_budget", "task_distillation", "payoff"} <= set(
-        report["order"]
-    )
+    assert main | {"task_distillation", "payoff"} <= set(report["order"])
     assert set(report["optional"]) == {
         "jkt",
         "akt",
@@ -57,7 +55,30 @@ def test_the_report_lists_the_registry_steps_in_order():
         "bert_baseline",
         "finetune",
         "distill_seeds",
+        "mlm_seeds",
+        "label_budget",
         "label_budget_all",
+        "task_distillation_sweep",
         "latency",
     }
     assert report["order"][0] == "data" and report["order"][-1] == "report"
+
+
+def test_the_wall_time_record_sums_the_full_runs_steps_and_lists_the_optional_ones():
+    records = {"data": {"seconds": 60.0}, "pkt": {"seconds": 1800.0}, "mlm_seeds": {"seconds": 600}}
+    wall = steps_report.wall_time_record(
+        records, ["data", "pkt", "report"], ["mlm_seeds", "latency"], 45, "cpu"
+    )
+    assert wall["full_run"] == {
+        "minutes": 31.0,
+        "status": "met",
+        "missing": [],
+        "steps": {"data": 1.0, "pkt": 30.0},
+    }
+    assert wall["optional"] == {"mlm_seeds": 10.0} and wall["cpu"] == "cpu"
+    over = steps_report.wall_time_record(records, ["data", "pkt"], [], 30, "cpu")
+    assert over["full_run"]["status"] == "not met"
+    partial = steps_report.wall_time_record(records, ["data", "tflite"], [], 45, "cpu")
+    assert partial["full_run"]["status"] == "not met" and partial["full_run"]["missing"] == [
+        "tflite"
+    ]

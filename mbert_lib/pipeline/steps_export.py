@@ -2,7 +2,8 @@
 
     tflite   paper Table 6: the fine-tuned classifiers of the models the settings
              name (seed 0's, from the step settings["classifiers"] names: the
-             finetune step, or one budget of label_budget) exported at fp32,
+             finetune step, one budget of label_budget, or task_distillation's teacher
+             and its student of one row) exported at fp32,
              dynamic_int8, float16 and int8 (int8 calibrated on training sentences of
              the task); the task's dev set run through the LiteRT interpreter:
              accuracy beside the Keras model's, max |Δlogit| vs Keras, file size
@@ -79,10 +80,31 @@ def _variant(record: Mapping[str, Any]) -> dict:
 
 
 def classifiers(ctx: Context, settings: Mapping[str, Any]) -> dict:
-    """The fine-tuning result whose seed-0 classifiers the step exports: the finetune
-    step's, or those of one budget of the label_budget step ({"task", "models"})."""
+    """The fine-tuning result whose seed-0 classifiers the step exports ({"task",
+    "models"}): the finetune step's, one budget of the label_budget step's, or the
+    task_distillation step's teacher and its student of one row (e.g. soft_labels), under
+    the student's name."""
     source = settings["classifiers"]
     result = ctx.result(source["step"])
+    if source["step"] == "task_distillation":
+        row = source.get("row")
+        if row not in ("labels_only", "soft_labels", "pseudo_labels"):
+            raise PipelineError(
+                f"tflite.classifiers.row: {row!r}; expected labels_only, soft_labels or "
+                "pseudo_labels (the task_distillation row whose student is exported)"
+            )
+        dirs = result["model_dirs"]
+        return {
+            "task": result["task"],
+            "models": {
+                "teacher": {"status": "done", "seeds": [0], "model_dirs": dirs["teacher"]},
+                result["student"]: {
+                    "status": "done",
+                    "seeds": result["seeds"],
+                    "model_dirs": dirs[row],
+                },
+            },
+        }
     if source["step"] == "label_budget":
         budget = str(source["budget"])
         if budget not in result["budgets"]:

@@ -1,22 +1,32 @@
 """Does distillation pay off? The steps that measure it, paired seed by seed.
 
-    mlm_seeds          the students whose held-out MLM the payoff compares (pkt, ablation_copy
-                       = copy-only, no_transfer) pre-trained again with trainer.seed = 1, 2, ...
-                       (seed 0 is the row's own step); held-out MLM accuracy per seed
-    label_budget       SST-2 with N labels, for N in the budgets: every model fine-tuned for
-                       the budget's steps on the same N sentences per seed (the subset and
-                       the fine-tuning seed are both the seed), evaluated once at the end;
-                       each pair of models compared over the same seeds; label_budget_all
-                       (optional) the same with every label, which takes longer
+    mlm_seeds          (optional) the students whose held-out MLM the payoff compares (pkt,
+                       ablation_copy = copy-only, no_transfer) pre-trained again with
+                       trainer.seed = 1, 2, ... (seed 0 is the row's own step); held-out MLM
+                       accuracy per seed
+    label_budget       (optional) SST-2 with N labels, for N in the budgets: every model
+                       fine-tuned for the budget's steps on the same N sentences per seed
+                       (the subset and the fine-tuning seed are both the seed), evaluated
+                       once at the end; each pair of models compared over the same seeds;
+                       label_budget_all (optional) the same for the larger budgets, which
+                       take longer
     task_distillation  output distillation (mbert_lib.finetune.task_distill): the teacher
                        fine-tuned on every label, its logits on every training sentence; the
                        student with N labels alone, with N labels and the teacher's soft
                        targets on the other sentences, and with its hard targets (pseudo-
-                       labels); the same steps and seeds for each; optionally a sweep of τ
+                       labels); the same steps and seeds for each
+    task_distillation_sweep (optional) the soft-target student at other temperatures τ and
+                       lengths, on the same seeds, each paired with the rows above
     payoff             <out>/payoff.json: the teacher gate, the MLM rows, the label-budget
                        curve, the task distillation and the attention through the recipe,
                        every list per seed in the same seed order (mbert_lib.paired pairs
-                       them by index)
+                       them by index). A full run leaves the optional steps out: its MLM
+                       lists hold seed 0 (the rows' own steps) and its label-budget curve
+                       is empty; payoff.json's "sources" says which steps filled them
+
+mlm_seeds and label_budget are optional to keep a full run within its 45-minute budget
+(docs/results.md, "Wall time"); `--steps mlm_seeds,label_budget,payoff,report` adds them
+to a finished run.
 
 Every fine-tuning run trains into its own directory and resumes, and a finished run is
 read back: a killed step continues where it stopped.
@@ -165,6 +175,21 @@ def _budget_size(budget: str, available: int) -> int | None:
 
 
 # -------------------------------------------------------------- label_budget
+def budget_overrides(size: int | None, spec: Mapping, model: Mapping) -> list[tuple]:
+    """The dotted overrides of one label-budget run, in order: the subset's size (None: every
+    label), its length (train_steps or epochs), then the model's settings."""
+    length = (
+        ("trainer.train_steps", spec["train_steps"])
+        if "train_steps" in spec
+        else ("trainer.epochs", spec["epochs"])
+    )
+    return [
+        ("task.max_train_examples", size),
+        length,
+        *model.items(),
+    ]
+
+
 def _label_budget_runner(step: str):
     def run(ctx: Context, settings: Mapping[str, Any]) -> dict:
         return run_label_budget(ctx, settings, step)
@@ -188,21 +213,12 @@ def run_label_budget(ctx: Context, settings: Mapping[str, Any], step: str = "lab
             )
     budgets = {}
     for budget, spec in settings["budgets"].items():
-        length = (
-            [("trainer.train_steps", spec["train_steps"])]
-            if "train_steps" in spec
-            else [("trainer.epochs", spec["epochs"])]
-        )
         entry = {"size": sizes[budget] or available, "seeds": list(range(spec["seeds"]))}
         entry["models"] = {}
         for model, init in models.items():
             values, dirs = [], []
             for seed in entry["seeds"]:
-                pairs = [
-                    ("task.max_train_examples", sizes[budget]),
-                    *length,
-                    *settings["models"][model].items(),
-                ]
+                pairs = budget_overrides(sizes[budget], spec, settings["models"][model])
                 experiment = _experiment(ctx, settings, init, seed, pairs)
                 ctx.log(f"{step}: {budget} labels, {model}, seed {seed}")
                 done = _run(
@@ -264,13 +280,7 @@ ORDER = ("teacher − pkt", "pkt − no_transfer")
 def check_task_distillation(settings: Mapping[str, Any], available: int) -> None:
     """Refuses settings that cannot run, before anything is trained (PipelineError)."""
     labels, seeds = settings["labels"], settings["seeds"]
-    temperatures = [settings["temperature"], *settings.get("sweep", {}).get("temperatures", [])]
-    for tau in temperatures:
-        if not isinstance(tau, int | float) or isinstance(tau, bool) or not 0 < tau < float("inf"):
-            raise PipelineError(
-                f"task_distillation: temperature {tau!r} must be a number > 0 (τ softens the "
-                "teacher's distribution; 1 leaves it as it is)"
-            )
+    _check_temperature("task_distillation", settings["temperature"])
     if not isinstance(labels, int) or isinstance(labels, bool) or not 1 <= labels < available:
         raise PipelineError(
             f"task_distillation.labels: {labels!r} must be a whole number of labeled sentences "
@@ -279,6 +289,48 @@ def check_task_distillation(settings: Mapping[str, Any], available: int) -> None
         )
     if not isinstance(seeds, int) or seeds < 2:
         raise PipelineError(f"task_distillation.seeds: {seeds!r}; pairing needs at least 2")
+
+
+def _check_temperature(where: str, tau) -> None:
+    if not isinstance(tau, int | float) or isinstance(tau, bool) or not 0 < tau < float("inf"):
+        raise PipelineError(
+            f"{where}: temperature {tau!r} must be a number > 0 (τ softens the teacher's "
+            "distribution; 1 leaves it as it is)"
+        )
+
+
+def check_task_distillation_sweep(settings: Mapping[str, Any]) -> None:
+    """Refuses sweep settings that cannot run, before anything is trained (PipelineError)."""
+    runs = settings.get("runs")
+    if not isinstance(runs, Mapping) or not runs:
+        raise PipelineError(
+            "task_distillation_sweep.runs: expected a mapping of run names to "
+            f"{{temperature: τ, train_steps: n (optional)}}, got {runs!r}"
+        )
+    for name, spec in runs.items():
+        where = f"task_distillation_sweep.runs.{name}"
+        if not isinstance(spec, Mapping) or set(spec) - {"temperature", "train_steps"}:
+            raise PipelineError(
+                f"{where}: expected {{temperature: τ, train_steps: n (optional)}}, got {spec!r}"
+            )
+        _check_temperature(where, spec.get("temperature"))
+        steps = spec.get("train_steps", 1)
+        if not isinstance(steps, int) or isinstance(steps, bool) or steps < 1:
+            raise PipelineError(f"{where}.train_steps: {steps!r} must be a whole number >= 1")
+
+
+def _student_pairs(base: Mapping[str, Any], logits: Path | None, **distill) -> list[tuple]:
+    """The overrides of one task-distillation student: the step's label budget, steps and
+    rates, then (with the teacher's logits) the distill settings, e.g. temperature=2.0."""
+    pairs = [
+        ("task.max_train_examples", base["labels"]),
+        ("trainer.train_steps", distill.pop("train_steps", base["train_steps"])),
+        *base["student_overrides"].items(),
+    ]
+    if logits is not None:
+        pairs.append(("distill.teacher_logits", str(logits)))
+        pairs += [(f"distill.{k}", v) for k, v in distill.items()]
+    return pairs
 
 
 def run_task_distillation(ctx: Context, settings: Mapping[str, Any]) -> dict:
@@ -299,41 +351,21 @@ def run_task_distillation(ctx: Context, settings: Mapping[str, Any]) -> dict:
     student = settings["student"]
     init = ctx.result(student)["model_dir"]
     upstream = ctx.record_fingerprint(student) + ctx.record_fingerprint("teacher")
-    common = [
-        ("task.max_train_examples", settings["labels"]),
-        ("trainer.train_steps", settings["train_steps"]),
-        *settings["student_overrides"].items(),
-    ]
     rows = {
-        "labels_only": [],
-        "soft_labels": [
-            ("distill.teacher_logits", str(logits_path)),
-            ("distill.temperature", settings["temperature"]),
-        ],
-        "pseudo_labels": [
-            ("distill.teacher_logits", str(logits_path)),
-            ("distill.targets", "hard"),
-        ],
+        "labels_only": _student_pairs(settings, None),
+        "soft_labels": _student_pairs(settings, logits_path, temperature=settings["temperature"]),
+        "pseudo_labels": _student_pairs(settings, logits_path, targets="hard"),
     }
     seeds = list(range(settings["seeds"]))
-    values = {}
+    values, model_dirs = {}, {"teacher": [teacher["model_dir"]]}
     for row, pairs in rows.items():
-        values[row] = []
+        values[row], model_dirs[row] = [], []
         for seed in seeds:
             ctx.log(f"task_distillation: {row}, seed {seed}")
-            experiment = _experiment(ctx, settings, init, seed, common + pairs)
+            experiment = _experiment(ctx, settings, init, seed, pairs)
             done = _run(ctx, "task_distillation", f"{row}/seed{seed}", experiment, loaded, upstream)
             values[row].append(done["eval"][done["metric"]])
-    sweep = {}
-    for tau in settings.get("sweep", {}).get("temperatures", []):
-        sweep[str(tau)] = []
-        for seed in range(settings["sweep"]["seeds"]):
-            pairs = [("distill.teacher_logits", str(logits_path)), ("distill.temperature", tau)]
-            experiment = _experiment(ctx, settings, init, seed, common + pairs)
-            done = _run(
-                ctx, "task_distillation", f"sweep/tau{tau}/seed{seed}", experiment, loaded, upstream
-            )
-            sweep[str(tau)].append(done["eval"][done["metric"]])
+            model_dirs[row].append(done["model_dir"])
     teacher_value = teacher["eval"][teacher["metric"]]
     result = {
         "task": task_name(ctx, settings),
@@ -345,7 +377,6 @@ def run_task_distillation(ctx: Context, settings: Mapping[str, Any]) -> dict:
         "seeds": seeds,
         "teacher": [teacher_value] * len(seeds),
         **values,
-        "sweep": sweep,
         "comparisons": {
             f"{a} − {b}": paired_difference(
                 [100 * v for v in values[a]], [100 * v for v in values[b]]
@@ -358,6 +389,7 @@ def run_task_distillation(ctx: Context, settings: Mapping[str, Any]) -> dict:
             if len(seeds) >= 2
         },
         "gap_to_teacher": 100 * (teacher_value - float(np.mean(values["soft_labels"]))),
+        "model_dirs": model_dirs,
     }
     ctx.log(
         "task_distillation: "
@@ -365,6 +397,49 @@ def run_task_distillation(ctx: Context, settings: Mapping[str, Any]) -> dict:
         + f", teacher {100 * teacher_value:.1f}"
     )
     return result
+
+
+def run_task_distillation_sweep(ctx: Context, settings: Mapping[str, Any]) -> dict:
+    """The task_distillation student with soft targets at other temperatures or lengths, on
+    the same seeds (so each run pairs with the step's labels-only and soft-target rows)."""
+    check_task_distillation_sweep(settings)
+    base = ctx.settings["task_distillation"]
+    done_before = ctx.result("task_distillation")
+    logits_path = ctx.step_dir("task_distillation") / "teacher_logits.npy"
+    init = ctx.result(base["student"])["model_dir"]
+    upstream = ctx.record_fingerprint(base["student"]) + ctx.record_fingerprint("teacher")
+    loaded: dict = {}
+    seeds, teacher = done_before["seeds"], done_before["teacher"][0]
+    runs = {}
+    for name, spec in settings["runs"].items():
+        values = []
+        for seed in seeds:
+            ctx.log(f"task_distillation_sweep: {name}, seed {seed}")
+            pairs = _student_pairs(base, logits_path, **spec)
+            experiment = _experiment(ctx, base, init, seed, pairs)
+            done = _run(
+                ctx, "task_distillation_sweep", f"{name}/seed{seed}", experiment, loaded, upstream
+            )
+            values.append(done["eval"][done["metric"]])
+        runs[name] = {
+            "temperature": spec["temperature"],
+            "train_steps": spec.get("train_steps", base["train_steps"]),
+            "values": values,
+            "gap_to_teacher": 100 * (teacher - float(np.mean(values))),
+            "comparisons": {
+                f"{name} − {row}": paired_difference(
+                    [100 * v for v in values], [100 * v for v in done_before[row]]
+                ).to_dict()
+                for row in ("labels_only", "soft_labels")
+            },
+        }
+        ctx.log(f"task_distillation_sweep: {name} {100 * np.mean(values):.1f}")
+    return {
+        "seeds": seeds,
+        "teacher": teacher,
+        "base": {k: done_before[k] for k in ("temperature", "train_steps", "labels")},
+        "runs": runs,
+    }
 
 
 def _write_logits(teacher_dir: str, experiment, data, loaded: dict, path: Path) -> None:
@@ -382,27 +457,48 @@ def _write_logits(teacher_dir: str, experiment, data, loaded: dict, path: Path) 
 
 
 # -------------------------------------------------------------------- payoff
+BUDGET_STEPS = ("label_budget", "label_budget_all")
+
+
+def _mlm_values(ctx: Context) -> tuple[dict[str, list[float]], str]:
+    """Held-out MLM accuracy per payoff student and seed: the optional mlm_seeds step's
+    seeds when it ran on the rows as they are now, else seed 0 from the rows' own steps."""
+    own = {row: ctx.result(row)["eval"]["mlm_accuracy"] for row in MLM_NAMES}
+    record = read_record(ctx.step_dir("mlm_seeds"))
+    rows = record["result"]["rows"] if record else {}
+    if set(rows) >= set(MLM_NAMES) and all(
+        rows[row]["mlm_accuracy"]["values"][0] == own[row] for row in MLM_NAMES
+    ):
+        return {
+            MLM_NAMES[row]: rows[row]["mlm_accuracy"]["values"] for row in MLM_NAMES
+        }, "mlm_seeds"
+    if record:
+        ctx.log("payoff: the mlm_seeds record is of other rows than this run's; seed 0 only")
+    return {MLM_NAMES[row]: [value] for row, value in own.items()}, "rows (seed 0)"
+
+
 def run_payoff(ctx: Context, settings: Mapping[str, Any]) -> dict:
 
     gate = ctx.result("teacher_gate")
     teacher = ctx.result("teacher")
-    mlm = ctx.result("mlm_seeds")
-    budget = ctx.result("label_budget")
-    full = read_record(ctx.step_dir("label_budget_all"))  # optional: every label
-    budgets = {**budget["budgets"], **(full["result"]["budgets"] if full else {})}
+    mlm, mlm_source = _mlm_values(ctx)
+    curves = [read_record(ctx.step_dir(s)) for s in BUDGET_STEPS]  # optional steps
+    budgets = {b: e for r in curves if r for b, e in r["result"]["budgets"].items()}
     distill = ctx.result("task_distillation")
     transfer = ctx.result("transfer")
     payoff = {
-        "task": budget["task"],
-        "train_sentences": budget["available"],
+        "task": distill["task"],
+        "train_sentences": distill["labels"] + distill["transfer_sentences"],
+        "sources": {
+            "mlm": mlm_source,
+            "label_budget": [s for s, r in zip(BUDGET_STEPS, curves, strict=True) if r],
+        },
         "teacher": {
             "source": teacher.get("source", "trained"),
             "mlm_accuracy": teacher["eval"]["mlm_accuracy"],
             "gate": gate["verdict"],
         },
-        "mlm": {
-            MLM_NAMES[row]: entry["mlm_accuracy"]["values"] for row, entry in mlm["rows"].items()
-        },
+        "mlm": mlm,
         "label_budget": {
             b: {MLM_NAMES.get(m, m): e["values"] for m, e in entry["models"].items()}
             for b, entry in budgets.items()
@@ -432,17 +528,19 @@ def run_payoff(ctx: Context, settings: Mapping[str, Any]) -> dict:
 STEPS = [
     Step(
         "mlm_seeds",
-        "the payoff's students with more pre-training seeds (held-out MLM)",
+        "the payoff's students with more pre-training seeds (held-out MLM; optional)",
         run_mlm_seeds,
         ("teacher",),
         uses=lambda s: list(s["rows"]),
+        optional=True,
     ),
     Step(
         "label_budget",
-        "SST-2 with 500 to all labels: teacher, PKT, copy-only, no transfer, paired seeds",
+        "SST-2 with few labels: teacher, PKT, copy-only, no transfer, paired seeds (optional)",
         _label_budget_runner("label_budget"),
         ("data",),
         uses=lambda s: list(s["models"]),
+        optional=True,
     ),
     Step(
         "label_budget_all",
@@ -460,11 +558,18 @@ STEPS = [
         uses=lambda s: [s["student"]],
     ),
     Step(
+        "task_distillation_sweep",
+        "output distillation at other temperatures and lengths (optional)",
+        run_task_distillation_sweep,
+        ("task_distillation",),
+        optional=True,
+    ),
+    Step(
         "payoff",
         "payoff.json: what the student gains from its teacher, paired over seeds",
         run_payoff,
-        ("teacher_gate", "mlm_seeds", "label_budget", "task_distillation", "transfer"),
-        rerun=True,  # seconds over records: it always shows them as they are (and
-        # label_budget_all's, once that optional step has run)
+        ("teacher_gate", *MLM_NAMES, "task_distillation", "transfer"),
+        rerun=True,  # seconds over records: it always shows them as they are, with the
+        # optional mlm_seeds, label_budget and label_budget_all once they have run
     ),
 ]

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from mbert_lib import atomic, strict_json
+from mbert_lib import atomic, hardware, strict_json
 from mbert_lib.pipeline import core
 from mbert_lib.pipeline.core import Context, Step
 from mbert_lib.pipeline.steps_payoff import PAYOFF_FILE
@@ -29,6 +29,7 @@ from mbert_lib.step_records import load_records
 NAME = "report"
 REPORT_FILE = "REPORT.md"
 RECORDS_FILE = "records.json"
+WALL_TIME_FILE = "wall_time.json"
 RECORD_KEYS = ("result", "seconds", "finished", "fingerprint", "load_average", "cpu_count")
 
 
@@ -65,6 +66,28 @@ def publish_records(out_dir: Path, path: Path) -> None:
     atomic.write_text(path, _repo_relative(strict_json.dumps(kept, indent=1) + "\n"))
 
 
+def wall_time_record(
+    records: Mapping[str, Mapping], order, optional, budget_minutes: float, cpu: str
+) -> dict:
+    """The run's time (results/wall_time.json, what README.md quotes): the sum of the full
+    run's step times against the budget, and each optional step that ran, in minutes. The
+    report step itself (seconds) is not counted; each record keeps its load average."""
+    full = {name: records[name]["seconds"] / 60 for name in order if name in records}
+    missing = [name for name in order if name not in records and name != NAME]
+    minutes = sum(full.values())
+    return {
+        "cpu": cpu,
+        "budget_minutes": budget_minutes,
+        "full_run": {
+            "minutes": minutes,
+            "status": "met" if minutes <= budget_minutes and not missing else "not met",
+            "missing": missing,
+            "steps": full,
+        },
+        "optional": {name: records[name]["seconds"] / 60 for name in optional if name in records},
+    }
+
+
 def run_report(ctx: Context, settings: Mapping[str, Any]) -> dict:
     """settings: preset, budget_minutes, publish, and the registry's step order ("order":
     the steps of a full run, "optional": the others)."""
@@ -92,6 +115,16 @@ def run_report(ctx: Context, settings: Mapping[str, Any]) -> dict:
             **common,
         )
         publish_records(ctx.out_dir, REPO_ROOT / "results" / RECORDS_FILE)
+        wall = wall_time_record(
+            load_records(ctx.out_dir, exclude=(NAME,)),
+            settings["order"],
+            settings["optional"],
+            settings["budget_minutes"],
+            hardware.describe(),
+        )
+        atomic.write_text(
+            REPO_ROOT / "results" / WALL_TIME_FILE, strict_json.dumps(wall, indent=2) + "\n"
+        )
         payoff = ctx.out_dir / PAYOFF_FILE
         if payoff.is_file():
             atomic.write_text(

@@ -391,7 +391,7 @@ def write_figures(
             )
         )
     payoff = result(records, "payoff")
-    if payoff:
+    if payoff and payoff["label_budget"]:
         out["label_budget"] = directory / FIGURES["label_budget"]
         plt.close(
             plot_label_budget(
@@ -400,6 +400,7 @@ def write_figures(
                 out["label_budget"],
             )
         )
+    if payoff:
         out["attention"] = directory / FIGURES["attention"]
         plt.close(
             plot_attention_recipe(

@@ -35,21 +35,20 @@ def partial_section(records: Records) -> str:
     """What a run without a finished payoff step already shows: the gate, held-out MLM
     over seeds and the attention through the recipe, from their own steps' records."""
     gate, mlm, transfer = (result(records, s) for s in ("teacher_gate", "mlm_seeds", "transfer"))
-    if gate is None or mlm is None:
+    rows = {r: result(records, r) for r in MLM_NAMES}
+    if gate is None or (mlm is None and None in rows.values()):
         return not_run("payoff")
     partial = {
-        "mlm": {MLM_NAMES[r]: e["mlm_accuracy"]["values"] for r, e in mlm["rows"].items()},
+        "mlm": (
+            {MLM_NAMES[r]: e["mlm_accuracy"]["values"] for r, e in mlm["rows"].items()}
+            if mlm
+            else {MLM_NAMES[r]: [e["eval"]["mlm_accuracy"]] for r, e in rows.items()}
+        ),
         "attention": [
             {"layer": row["layer"], **row["js"]} for row in (transfer or {}).get("attention", [])
         ],
     }
-    parts = [
-        gate_text(gate, result(records, "teacher")),
-        "**Held-out MLM accuracy** of the students over their pre-training seeds "
-        "(`mlm_seeds`), and each pair compared seed by seed:",
-        table(payoff_tables.mlm_table(partial)),
-        table(payoff_tables.comparisons(partial["mlm"], payoff_tables.MLM_PAIRS)),
-    ]
+    parts = [gate_text(gate, result(records, "teacher")), *_mlm_parts(partial["mlm"], None)]
     if partial["attention"]:
         parts += [
             "**Attention through the recipe** (`transfer`): each student layer's "
@@ -60,11 +59,28 @@ def partial_section(records: Records) -> str:
     distill = result(records, "task_distillation")
     if distill is not None:
         parts += _distill_parts({"task_distillation": distill})
-    missing = [s for s in ("label_budget", "task_distillation") if result(records, s) is None]
+    missing = [s for s in ("task_distillation", "transfer") if result(records, s) is None]
     parts.append(
-        f"_Not finished in this run: {', '.join(f'`{s}`' for s in missing)}, then `payoff`._"
+        f"_Not finished in this run: {', '.join(f'`{s}`' for s in [*missing, 'payoff'])}._"
     )
     return "\n\n".join(parts)
+
+
+def _mlm_parts(mlm: Mapping, updates) -> list[str]:
+    """The held-out MLM table, and its paired comparisons when there are seeds to pair."""
+    after = f" after the same {updates} updates" if updates else ""
+    if min(len(v) for v in mlm.values()) < 2:
+        return [
+            f"**Held-out MLM accuracy** of the students{after}, pre-training seed 0 (the "
+            "optional `mlm_seeds` step adds seeds 1 and 2, and the paired comparisons):",
+            table(payoff_tables.mlm_table({"mlm": mlm})),
+        ]
+    return [
+        f"**Held-out MLM accuracy** of the students{after}, over their pre-training seeds "
+        "(`mlm_seeds`), and each pair compared seed by seed:",
+        table(payoff_tables.mlm_table({"mlm": mlm})),
+        table(payoff_tables.comparisons(mlm, payoff_tables.MLM_PAIRS)),
+    ]
 
 
 def _distill_parts(payoff: Mapping) -> list[str]:
@@ -84,27 +100,29 @@ def payoff_section(records: Records, figures: Mapping[str, str | None]) -> str:
     if payoff is None:
         return partial_section(records)
     parts = [gate_text(result(records, "teacher_gate"), result(records, "teacher"))]
-    mlm = payoff["mlm"]
     updates = (result(records, "pkt") or {}).get("train_steps")
-    parts += [
-        f"**Held-out MLM accuracy** of the students after the same {updates} updates, over "
-        "their pre-training seeds (`mlm_seeds`), and each pair compared seed by seed:",
-        table(payoff_tables.mlm_table(payoff)),
-        table(payoff_tables.comparisons(mlm, payoff_tables.MLM_PAIRS)),
-        "**SST-2 with few labels** (`label_budget`): every model fine-tuned on the same N "
-        "training sentences per seed for the same number of steps, dev accuracy (%) at the "
-        "end; each comparison paired by seed, in points with its 95 % CI and verdict:",
-        table(payoff_tables.label_budget_table(payoff)),
-    ]
-    budget = result(records, "label_budget")
-    opens = budget.get("opens_at") if budget else None
-    parts.append(
-        f"Teacher > PKT > no transfer (each beating the next) first holds at {opens} labels."
-        if opens
-        else "Teacher > PKT > no transfer (each beating the next) holds at no budget measured."
-    )
-    if figures.get("label_budget"):
-        parts.append(f"![label budget]({figures['label_budget']})")
+    parts += _mlm_parts(payoff["mlm"], updates)
+    if payoff["label_budget"]:
+        parts += [
+            "**SST-2 with few labels** (`label_budget`): every model fine-tuned on the same N "
+            "training sentences per seed for the same number of steps, dev accuracy (%) at "
+            "the end; each comparison paired by seed, in points with its 95 % CI and verdict:",
+            table(payoff_tables.label_budget_table(payoff)),
+        ]
+        budgets = [result(records, s) or {} for s in ("label_budget", "label_budget_all")]
+        opens = next((b["opens_at"] for b in budgets if b.get("opens_at")), None)
+        parts.append(
+            f"Teacher > PKT > no transfer (each beating the next) first holds at {opens} labels."
+            if opens
+            else "Teacher > PKT > no transfer (each beating the next) holds at no budget measured."
+        )
+        if figures.get("label_budget"):
+            parts.append(f"![label budget]({figures['label_budget']})")
+    else:
+        parts.append(
+            "_SST-2 with few labels: the optional `label_budget` step has not run "
+            "(`--steps label_budget,payoff,report`)._"
+        )
     parts += _distill_parts(payoff)
     parts += [
         "**Attention through the recipe** (`transfer`): each student layer's Jensen-Shannon "
