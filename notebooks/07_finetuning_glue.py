@@ -13,7 +13,7 @@
 # ---
 
 # %% [markdown] slideshow={"slide_type": "slide"}
-# # 07 · Fine-tuning on GLUE: the teacher, the distilled student and two baselines
+# # 07 · Fine-tuning on GLUE: the teacher, the distilled student, two baselines, and output distillation
 #
 # > "Like the original BERT, MobileBERT is task-agnostic, that is, it can be
 # > generically applied to various downstream NLP tasks via simple fine-tuning."
@@ -51,7 +51,8 @@
 # the reproduction pipeline's `finetune` step, which fine-tunes every model with
 # several seeds, and shows: the task and its lengths, the classifier's equation
 # next to its code, the metrics, the results table beside the paper's, a figure,
-# and the mistakes the models make.
+# and the mistakes the models make. Section 8 then teaches the second kind of
+# distillation: the student trained on the fine-tuned teacher's answers.
 #
 # Shapes: B batch, T tokens (seq_length), H inter-block width, C classes.
 
@@ -70,9 +71,11 @@ from mbert_lib.finetune import metrics, report
 from mbert_lib.finetune.data import load_task_data
 from mbert_lib.finetune.evaluate import make_predictor, probabilities
 from mbert_lib.finetune.objective import ClassificationObjective
+from mbert_lib.finetune.task_distill import teacher_targets
 from mbert_lib.finetune.tasks import TASKS, get_task
-from mbert_lib.models import build_classifier, count_params
+from mbert_lib.models import INPUT_NAMES, build_classifier, count_params
 from mbert_lib.optim import WarmupPolynomialDecay, create_optimizer
+from mbert_lib.paired import PairedDifference, paired_difference
 from mbert_lib.pipeline import ensure, notebook_context
 from mbert_lib.pipeline.core import read_record
 from mbert_lib.pipeline.steps_finetune import (STUDENT_PRETRAINING_STEPS, finetune_experiment,
@@ -80,6 +83,7 @@ from mbert_lib.pipeline.steps_finetune import (STUDENT_PRETRAINING_STEPS, finetu
 from mbert_lib.runtime import fast_mode, figure_path, shown_path
 from mbert_lib.train.checkpointing import read_done
 from mbert_lib.viz import finetune as finetune_viz
+from mbert_lib.viz.payoff import plot_task_distillation
 
 pd.set_option("display.max_colwidth", 110)
 pd.set_option("display.width", 220)
@@ -565,6 +569,180 @@ display(ERROR_RATES)
 # student does (transfer was of pre-trained features, not of SST-2 decisions).
 
 # %% [markdown] slideshow={"slide_type": "slide"}
+# ## 8 · Output distillation: the teacher's answers as labels
+#
+# Sections 5–7 fine-tune every model on labels alone. A compression course teaches a
+# second kind of distillation, on the task's *outputs* (Hinton, Vinyals & Dean 2015; the
+# task stage of TinyBERT and DistilBERT): fine-tune the teacher, then train the student on
+# the teacher's answers for sentences that have no label. The `task_distillation` step of
+# the pipeline gives the PKT student N labels and makes every other training sentence part
+# of a *transfer set*, carrying the teacher's output instead (`mbert_lib.finetune.task_distill`).
+#
+# With $z$ [B, C] the teacher's logits, $s$ [B, C] the student's and a temperature
+# $\tau > 0$, the softened distributions are
+#
+# $$q_c(\tau) = \frac{e^{z_c/\tau}}{\sum_k e^{z_k/\tau}}, \qquad
+#   p_c(\tau) = \frac{e^{s_c/\tau}}{\sum_k e^{s_k/\tau}},$$
+#
+# and one loss covers every example $b$ of a batch of $B$:
+#
+# $$\mathcal L = \frac1B \sum_b \tau_b^2 \, H\big(q_b,\ p_b(\tau_b)\big), \qquad
+#   H(q, p) = -\sum_c q_c \log p_c$$
+#
+# | example | target $q_b$ | $\tau_b$ |
+# |---|---|---|
+# | labeled | one-hot($y_b$) | 1 (plain cross-entropy) |
+# | transfer, soft targets | $q(\tau)$ of the teacher | $\tau$ |
+# | transfer, hard targets (pseudo-labels) | one-hot($\arg\max_c z_c$) | 1 |
+#
+# Soft targets carry the teacher's doubts ("dark knowledge"); hard targets carry only
+# its answers. Comparing the two separates "more sentences, labeled by the teacher" from
+# "the teacher's doubts". The cell computes $\mathcal L$ by hand in NumPy on random
+# logits and checks it against the library's training objective (`ClassificationObjective`,
+# the same code that trains the students below).
+
+# %%
+rng = np.random.default_rng(7)
+B, C, TAU = 8, 2, 2.0
+z = rng.normal(0.0, 3.0, size=(B, C)).astype(np.float32)      # teacher logits [B, C]
+s = rng.normal(0.0, 1.0, size=(B, C)).astype(np.float32)      # student logits [B, C]
+y = rng.integers(0, C, size=B)                                # labels [B] (unused by q)
+
+
+def log_softmax(x):                                           # [B, C] -> [B, C]
+    x = x - x.max(-1, keepdims=True)
+    return x - np.log(np.exp(x).sum(-1, keepdims=True))
+
+
+q, tau_b = teacher_targets(z, TAU)                            # q [B, C], τ_b [B]
+by_hand = np.mean(tau_b**2 * -(q * log_softmax(s / tau_b[:, None])).sum(-1))
+
+objective = ClassificationObjective(lambda inputs, training: {"logits": tf.constant(s)})
+batch = {**{k: tf.zeros([B, 4], tf.int32) for k in INPUT_NAMES}, "label": tf.constant(y),
+         "target": tf.constant(q), "temperature": tf.constant(tau_b)}
+library, _ = objective.loss(batch, objective.denominators(batch), training=False)
+print(f"τ = {TAU:g}: loss by hand {by_hand:.6f}, the library's objective {float(library):.6f}")
+assert np.isclose(float(library), by_hand, rtol=1e-5)
+assert np.allclose(q.sum(-1), 1) and np.all(q.argmax(-1) == z.argmax(-1))  # softened, same answer
+q_hard, tau_hard = teacher_targets(z, TAU, "hard")            # pseudo-labels: τ_b = 1
+assert np.array_equal(q_hard.argmax(-1), z.argmax(-1)) and np.all(tau_hard == 1)
+
+# %% [markdown]
+# **Why $\tau^2$.** The gradient of one soft-target term with respect to the student's
+# logits is
+#
+# $$\frac{\partial}{\partial s_c}\, \tau^2 H\big(q(\tau), p(\tau)\big) = \tau\,\big(p_c(\tau) - q_c(\tau)\big)
+#   \;\xrightarrow{\ \tau \to \infty\ }\; \frac{(s_c - \bar s) - (z_c - \bar z)}{C},$$
+#
+# ($\bar s$, $\bar z$: the means over the $C$ logits), so for a large $\tau$ the student
+# matches the teacher's centred logits, with a gradient whose size no longer depends on
+# $\tau$ (Hinton et al., section 2.1). Without the factor $\tau^2$ it would shrink as
+# $1/\tau^2$ and the soft targets would count for less and less against the labels. The
+# cell takes the gradient with TensorFlow, checks it against the closed form, and watches it
+# approach the limit.
+
+# %%
+limit = ((s - s.mean(-1, keepdims=True)) - (z - z.mean(-1, keepdims=True))) / (C * B)  # [B, C]
+rows = []
+for tau in (1.0, 2.0, 4.0, 8.0, 32.0):
+    q_tau, _ = teacher_targets(z, tau)                        # [B, C]
+    logits = tf.Variable(s)
+    with tf.GradientTape() as tape:
+        loss = tau**2 * tf.reduce_mean(-tf.reduce_sum(q_tau * tf.nn.log_softmax(logits / tau), -1))
+    grad = tape.gradient(loss, logits).numpy()                # [B, C]
+    closed = tau * (np.exp(log_softmax(s / tau)) - q_tau) / B
+    assert np.allclose(grad, closed, atol=1e-6)
+    rows.append({"τ": tau, "‖gradient‖": np.linalg.norm(grad),
+                 "‖gradient‖ without τ²": np.linalg.norm(grad) / tau**2,
+                 "distance to the limit (relative)":
+                     np.linalg.norm(grad - limit) / np.linalg.norm(limit)})
+GRADIENTS = pd.DataFrame(rows).set_index("τ")
+display(GRADIENTS.style.format("{:.4f}"))
+assert GRADIENTS["distance to the limit (relative)"].iloc[-1] < 0.05
+assert GRADIENTS["‖gradient‖ without τ²"].is_monotonic_decreasing
+
+# %% [markdown]
+# **The experiment.** The teacher is fine-tuned once on every training label; its logits
+# on every training sentence are written once. The PKT student then gets N labels and the
+# same number of steps in three rows, over the same seeds (seed $i$ picks the N labeled
+# sentences and the order, for every row alike): labels alone; labels plus the teacher's
+# soft targets on the rest; labels plus its hard targets. Each gain is a paired
+# difference with its 95 % interval (`mbert_lib.paired`, the formula of section 6),
+# recomputed here from the per-seed values and checked against the step's record. The
+# optional `task_distillation_sweep` step (`reproduce --steps task_distillation_sweep`)
+# trains the soft-target row again at other temperatures and lengths on the same seeds.
+
+# %%
+DISTILL = ensure(["task_distillation"], ctx)["task_distillation"]
+sweep_record = read_record(ctx.step_dir("task_distillation_sweep"))
+SWEEP = sweep_record["result"] if sweep_record else None
+ROW_NAMES = {"labels_only": "labels alone",
+             "soft_labels": f"+ soft targets (τ = {DISTILL['temperature']:g})",
+             "pseudo_labels": "+ hard targets"}
+per_seed = pd.DataFrame({name: 100 * np.array(DISTILL[row]) for row, name in ROW_NAMES.items()},
+                        index=pd.Index(DISTILL["seeds"], name="seed"))        # [seeds, rows]
+print(f"{TASK.name}: {DISTILL['labels']:,} labels, {DISTILL['transfer_sentences']:,} transfer "
+      f"sentences, {DISTILL['train_steps']} steps per student; dev accuracy (%) per seed:")
+display(per_seed.round(1))
+GAINS = {}
+for a, b in (("soft_labels", "labels_only"), ("pseudo_labels", "labels_only"),
+             ("soft_labels", "pseudo_labels")):
+    gain = paired_difference(100 * np.array(DISTILL[a]), 100 * np.array(DISTILL[b]))
+    recorded = DISTILL["comparisons"][f"{a} − {b}"]
+    assert np.isclose(gain.mean, recorded["mean"]) and gain.verdict == recorded["verdict"]
+    GAINS[(a, b)] = gain
+    print(f"  {ROW_NAMES[a]} − {ROW_NAMES[b]}: {gain.describe(digits=1)} points")
+teacher_accuracy = 100 * DISTILL["teacher"][0]
+print(f"teacher, fine-tuned once on every label: {teacher_accuracy:.1f} %; the soft-target "
+      f"student ends {DISTILL['gap_to_teacher']:.1f} points below it")
+assert len(set(DISTILL["teacher"])) == 1 and np.isclose(
+    DISTILL["gap_to_teacher"], teacher_accuracy - per_seed[ROW_NAMES["soft_labels"]].mean())
+assert all(0 <= v <= 1 for row in ROW_NAMES for v in DISTILL[row])
+soft, hard, doubt = (GAINS[k].verdict for k in GAINS)
+if soft == "beats" and hard == "beats" and doubt == "level":
+    print("reading: both kinds of target beat labels alone and are level with each other: the "
+          "gain is the teacher's answers on more sentences, not its doubts")
+elif doubt == "beats":
+    print("reading: soft targets beat hard ones: the teacher's doubts add to its answers")
+else:
+    print(f"reading: soft targets {soft} labels alone, hard targets {hard} them, soft against "
+          f"hard {doubt}")
+if SWEEP:
+    sweep_table = pd.DataFrame([
+        {"run": name, "τ": run["temperature"], "steps": run["train_steps"],
+         "accuracy (%)": 100 * np.mean(run["values"]),
+         "− labels alone": PairedDifference(
+             **run["comparisons"][f"{name} − labels_only"]).describe(digits=1),
+         f"− soft, τ = {DISTILL['temperature']:g}": PairedDifference(
+             **run["comparisons"][f"{name} − soft_labels"]).describe(digits=1),
+         "below the teacher": run["gap_to_teacher"]}
+        for name, run in SWEEP["runs"].items()]).set_index("run")
+    display(sweep_table.round(1))
+    assert SWEEP["seeds"] == DISTILL["seeds"]
+else:
+    print("the sweep has not run: python -m mbert_lib reproduce --data-dir DATA --steps "
+          "task_distillation_sweep")
+
+# %%
+fig = plot_task_distillation(
+    DISTILL, f"Output distillation: the PKT student with {DISTILL['labels']:,} labels",
+    SWEEP, path=figure_path("07_output_distillation.png"))
+
+# %% [markdown]
+# One dot per seed, joined across the rows (a seed's line rising from the first row to the
+# second is that seed's own gain); the black bar is the mean, the dashed line the teacher.
+# How to read the rows:
+#
+# * *soft against labels alone* is what output distillation buys;
+# * *hard against labels alone* is what the teacher's answers alone buy;
+# * *soft against hard* is the teacher's doubts. With two classes a softened target is one
+#   number per sentence, and a teacher that is sure of most sentences gives soft targets
+#   close to hard ones: the doubts have little room to matter. The reading printed above
+#   says what this run found;
+# * the gap to the teacher is what the student still lacks. The sweep's rows say whether a
+#   temperature or longer training on the transfer set closes it.
+
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Summary
 #
 # * Fine-tuning puts a fresh head on the pooled [CLS] vector (tanh pooler only when
@@ -582,6 +760,11 @@ display(ERROR_RATES)
 #   interval over the paired seeds.
 # * The mistakes are the classic ones: contrasts and negations, whose single words point
 #   the other way (section 7).
+# * Output distillation (section 8) trains the student on the fine-tuned teacher's
+#   answers for the sentences without a label: soft targets softened by τ, with a τ² factor
+#   that keeps the gradient's size (checked against its closed form), or hard
+#   pseudo-labels. The printed reading says which of the two carries the gain in this run
+#   (figure `figures/07_output_distillation.png`).
 # * The paper's numbers are for a full-size model; the laptop models sit far below
 #   them, and the question this notebook answers is the relative one: does transfer
 #   beat no transfer at equal student compute?
@@ -613,3 +796,10 @@ display(ERROR_RATES)
 #    changes in the packed inputs (section 2) and in the metric that selects the best epoch?
 #    *Hint: `encode_examples` packs a pair as `[CLS] A [SEP] B [SEP]` with segment id 1 on
 #    B; `TASKS["mrpc"].metrics` lists the metrics, the first one selects.*
+# 5. How unsure is the teacher? Read the teacher's logits on the training set
+#    (`teacher_logits.npy` in the `task_distillation` step's directory) and plot the
+#    distribution of its probability for class 1, $q_1(\tau)$, at τ = 1, 2 and 4. What
+#    share of the transfer sentences gets a soft target between 0.2 and 0.8 at each τ,
+#    and what does that say about how much the soft targets can add to hard ones?
+#    *Hint: `teacher_targets(logits, tau)` gives $q(\tau)$; for two classes
+#    $q_1(\tau) = \sigma\big((z_1 - z_0)/\tau\big)$, so τ only rescales the logit gap.*

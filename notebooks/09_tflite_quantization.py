@@ -77,8 +77,9 @@ print("hardware:", HARDWARE)
 #
 # `ensure` runs the steps unless they are done (then it reads their records).
 # `tflite` takes seed 0's classifier of each model its settings name, from the
-# fine-tuning its settings point to (`tflite.classifiers`: in both presets one label
-# budget of the `label_budget` step; `classifiers` reads the same result), exports
+# fine-tuning its settings point to (`tflite.classifiers`: in both presets the
+# `task_distillation` step's teacher, fine-tuned on every label, and its PKT student
+# trained with the teacher's soft targets; `classifiers` reads the same result), exports
 # it at each precision and runs the task's dev set through the LiteRT
 # interpreter (XNNPACK on this CPU); `latency` builds the paper-size
 # `mobilebert` and `bert_base` encoders, converts them and times them at batch 1.

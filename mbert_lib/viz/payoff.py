@@ -4,6 +4,9 @@ plot_label_budget       SST-2 dev accuracy against the number of labels, one lin
                         model, every seed as a dot (not in the paper)
 plot_attention_recipe   per layer, the attention's Jensen-Shannon distance to the
                         teacher's at each point of the recipe (not in the paper)
+plot_task_distillation  output distillation: the student's dev accuracy with labels alone,
+                        with the teacher's soft or hard targets (and the sweep's runs), one
+                        line per seed across the rows (not in the paper)
 """
 
 from __future__ import annotations
@@ -95,6 +98,48 @@ def plot_attention_recipe(payoff: Mapping, title: str, path=None):
     ax.set_title(title)
     ax.legend(fontsize=11, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.1), frameon=False)
     ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    style.save(fig, path)
+    return fig
+
+
+DISTILL_ROWS = {
+    "labels_only": "labels alone",
+    "soft_labels": "+ soft targets",
+    "pseudo_labels": "+ hard targets",
+}
+
+
+def plot_task_distillation(distill: Mapping, title: str, sweep: Mapping | None = None, path=None):
+    """Dev accuracy (%) of the task_distillation record's rows (and a sweep record's runs),
+    one dot per seed, the dots of one seed joined across rows; the teacher dashed."""
+    style.apply()
+    rows = {DISTILL_ROWS[r]: distill[r] for r in DISTILL_ROWS}
+    rows[f"+ soft targets\nτ = {distill['temperature']:g}"] = rows.pop(DISTILL_ROWS["soft_labels"])
+    rows[DISTILL_ROWS["pseudo_labels"]] = rows.pop(DISTILL_ROWS["pseudo_labels"])
+    for run in (sweep or {}).get("runs", {}).values():
+        rows[f"soft, τ = {run['temperature']:g}\n{run['train_steps']:,} steps"] = run["values"]
+    values = 100 * np.array(list(rows.values()))  # [rows, seeds]
+    x = np.arange(len(rows))
+    fig, ax = plt.subplots(figsize=(max(7, 1.6 * len(rows)), 5))
+    ax.plot(x, values, "-", color=style.GREY, alpha=0.35, lw=1)  # one line per seed
+    ax.scatter(np.repeat(x, values.shape[1]), values.ravel(), s=22, color=style.OURS, zorder=3)
+    ax.plot(x, values.mean(axis=1), "_", color="k", ms=28, mew=2.5, label="mean over seeds")
+    ax.axhline(
+        100 * distill["teacher"][0],
+        ls="--",
+        color=COLOURS["teacher"],
+        lw=2,
+        label=f"teacher ({100 * distill['teacher'][0]:.1f} %)",
+    )
+    ax.set_xticks(x)
+    ax.set_xticklabels(list(rows))
+    task = TASK_NAMES.get(distill.get("task"), distill.get("task", "task"))
+    ax.set_ylabel(f"{task} dev accuracy (%)")
+    ax.set_xlabel(f"the student with {distill['labels']:,} labels, {len(values[0])} paired seeds")
+    ax.set_title(title)
+    ax.legend(loc="lower right")
+    ax.grid(alpha=0.3, axis="y")
     fig.tight_layout()
     style.save(fig, path)
     return fig

@@ -48,11 +48,13 @@ from mbert_lib.finetune import metrics, report
 from mbert_lib.finetune.data import load_task_data
 from mbert_lib.finetune.evaluate import make_predictor, probabilities
 from mbert_lib.finetune.features import encode_examples
+from mbert_lib.finetune.task_distill import teacher_targets
 from mbert_lib.finetune.tasks import TASKS, get_task
 from mbert_lib.finetune.trainer import cached_task_data, run_finetuning
 from mbert_lib.pipeline import ensure, notebook_context
 from mbert_lib.paired import paired_difference
 from mbert_lib.pipeline.steps_finetune import finetune_experiment, task_name
+from mbert_lib.runtime import figure_path
 from mbert_lib.train.checkpointing import read_done
 
 import math
@@ -60,6 +62,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import tensorflow as tf
@@ -472,6 +475,57 @@ assert history["f1"].idxmax() != history["accuracy"].idxmax()
 # the majority baseline to report beside an MRPC score is its F1, not 50 %.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
+# ## Exercise 5 · How unsure is the teacher?
+#
+# The `task_distillation` step wrote the fine-tuned teacher's logits on every training
+# sentence (`teacher_logits.npy`, in file order, checked against the task and tokenizer
+# when read). For two classes the softened probability of class 1 is a sigmoid of the
+# logit gap, $q_1(\tau) = \sigma\big((z_1 - z_0)/\tau\big)$: τ only rescales the gap,
+# so every sentence's target moves toward 0.5 as τ grows, and none crosses it. The cell
+# checks the library's `teacher_targets` against that closed form and counts the
+# sentences whose soft target is between 0.2 and 0.8: there a soft target says something
+# a hard one cannot.
+
+# %%
+DISTILL = ensure(["task_distillation"], ctx)["task_distillation"]
+logits = np.load(ctx.step_dir("task_distillation") / "teacher_logits.npy")   # [n, 2]
+gap = logits[:, 1] - logits[:, 0]                                            # [n]
+shares, targets = {}, {}
+for tau in (1.0, 2.0, 4.0):
+    q, _ = teacher_targets(logits, tau)                                      # [n, 2]
+    assert np.allclose(q[:, 1], 1 / (1 + np.exp(-gap / tau)), atol=1e-6)
+    targets[tau] = q[:, 1]
+    shares[tau] = float(np.mean((q[:, 1] > 0.2) & (q[:, 1] < 0.8)))
+assert list(shares.values()) == sorted(shares.values())     # a larger τ: no sentence leaves
+print(f"{len(logits):,} training sentences; the teacher answers class 1 for "
+      f"{np.mean(gap > 0):.1%} of them")
+for tau, share in shares.items():
+    print(f"τ = {tau:g}: {share:.1%} of the soft targets lie between 0.2 and 0.8")
+print(f"the step trained with τ = {DISTILL['temperature']:g}")
+
+fig, ax = plt.subplots(figsize=(8, 4.5))
+for tau, q1 in targets.items():
+    ax.hist(q1, bins=40, range=(0, 1), histtype="step", lw=2, label=f"τ = {tau:g}")
+ax.axvspan(0.2, 0.8, color="grey", alpha=0.12)
+ax.set_xlabel("the teacher's soft target for class 1, $q_1(τ)$")
+ax.set_ylabel("training sentences")
+ax.set_title("How unsure the fine-tuned teacher is, by temperature")
+ax.legend()
+fig.tight_layout()
+fig.savefig(figure_path("07_solutions_teacher_doubt.png"), dpi=150)
+
+# %% [markdown]
+# **Answer.** The printout gives, for each τ, the share of the transfer sentences whose
+# soft target is between 0.2 and 0.8. At τ = 1 the teacher's fine-tuned logits put most
+# sentences near 0 or 1, where a soft target and a hard one say almost the same thing;
+# raising τ moves every target toward 0.5 without changing its side, so the soft targets
+# carry the teacher's *ranking* of how sure it is, not new answers. With two classes that
+# ranking is one number per sentence: the "dark knowledge" of Hinton et al. (which wrong
+# class is plausible) needs more than two classes to say more. This is why the student
+# notebook compares soft targets with hard ones: whatever gap the two rows leave is all
+# the doubts can be worth on this task.
+
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Summary
 #
 # * **Exercise 1.** At the recipe's 1,000 updates, 32,000 sentences seen once give the
@@ -485,3 +539,6 @@ assert history["f1"].idxmax() != history["accuracy"].idxmax()
 #   phrases; it costs under a point of dev accuracy, all on the cut sentences.
 # * **Exercise 4.** Pairs bring segment ids and pair truncation; MRPC selects by F1, which
 #   a majority-class classifier scores about 0.8 on.
+# * **Exercise 5.** For two classes τ only rescales the teacher's logit gap: every soft
+#   target moves toward 0.5 and none changes side, so soft targets add the teacher's
+#   confidence, not new answers (the share of unsure targets per τ: the printout).
