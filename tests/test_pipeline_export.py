@@ -162,6 +162,8 @@ def test_the_classifiers_of_output_distillation_are_its_teacher_and_one_rows_stu
         "task": "sst2",
         "student": "pkt",
         "seeds": [0, 1],
+        "teacher": [0.75, 0.75],
+        "soft_labels": [0.7, 0.71],
         "model_dirs": {
             "teacher": ["t"],
             "labels_only": ["l0", "l1"],
@@ -177,5 +179,7 @@ def test_the_classifiers_of_output_distillation_are_its_teacher_and_one_rows_stu
     found = steps_export.classifiers(ctx, source)
     assert steps_export.finetuned_model_dir(found, "teacher") == "t"
     assert steps_export.finetuned_model_dir(found, "pkt", seed=1) == "s1"
+    assert found["models"]["teacher"]["values"] == [0.75]  # fine-tuned once
+    assert found["models"]["pkt"]["values"] == [0.7, 0.71]
     with pytest.raises(PipelineError, match="tflite.classifiers.row: 'soft'; expected"):
         steps_export.classifiers(ctx, {"classifiers": {"step": "task_distillation", "row": "soft"}})

@@ -80,6 +80,7 @@ OPTIONAL_BUNDLE_STEPS = ("ablation_fmt_at",)
 OPTIONAL_RECORD_STEPS = (
     "label_budget",
     "task_distillation",
+    "task_distillation_sweep",
     "payoff",
     "jkt",
     "akt",

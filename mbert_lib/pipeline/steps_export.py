@@ -94,15 +94,13 @@ def classifiers(ctx: Context, settings: Mapping[str, Any]) -> dict:
                 "pseudo_labels (the task_distillation row whose student is exported)"
             )
         dirs = result["model_dirs"]
+        teacher = {"seeds": [0], "values": result["teacher"][:1], "model_dirs": dirs["teacher"]}
+        student = {"seeds": result["seeds"], "values": result[row], "model_dirs": dirs[row]}
         return {
             "task": result["task"],
             "models": {
-                "teacher": {"status": "done", "seeds": [0], "model_dirs": dirs["teacher"]},
-                result["student"]: {
-                    "status": "done",
-                    "seeds": result["seeds"],
-                    "model_dirs": dirs[row],
-                },
+                "teacher": {"status": "done", **teacher},
+                result["student"]: {"status": "done", **student},
             },
         }
     if source["step"] == "label_budget":
