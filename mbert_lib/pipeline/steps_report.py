@@ -74,7 +74,7 @@ def wall_time_record(
     report step itself (seconds) is not counted; each record keeps its load average."""
     full = {name: records[name]["seconds"] / 60 for name in order if name in records}
     missing = [name for name in order if name not in records and name != NAME]
-    minutes = sum(full.values())
+    minutes = sum(records[name]["seconds"] for name in full) / 60  # as REPORT.md sums them
     return {
         "cpu": cpu,
         "budget_minutes": budget_minutes,
