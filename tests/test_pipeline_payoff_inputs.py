@@ -1,12 +1,16 @@
-"""The payoff steps refuse settings that cannot run, naming them, before training anything."""
+"""The payoff steps refuse settings that cannot run, naming them, before training anything;
+the payoff reads the optional steps only when they belong to this run."""
+
+import json
 
 import pytest
 
 from mbert_lib.config_tree import apply_overrides
 from mbert_lib.finetune.experiment import FinetuneExperiment
-from mbert_lib.pipeline.core import PipelineError
+from mbert_lib.pipeline.core import RECORD_FILE, Context, PipelineError
 from mbert_lib.pipeline.steps_payoff import (
     _budget_size,
+    _mlm_values,
     budget_overrides,
     check_task_distillation,
     check_task_distillation_sweep,
@@ -70,3 +74,27 @@ def test_a_temperature_sweep_that_cannot_run_is_refused(runs, message):
     check_task_distillation_sweep({"runs": {"tau4": {"temperature": 4.0, "train_steps": 900}}})
     with pytest.raises(PipelineError, match=message):
         check_task_distillation_sweep({"runs": runs})
+
+
+def _write(out, step, result):
+    (out / step).mkdir(parents=True, exist_ok=True)
+    record = {"step": step, "result": result, "seconds": 1.0, "fingerprint": "x"}
+    (out / step / RECORD_FILE).write_text(json.dumps(record))
+
+
+def test_payoff_takes_the_mlm_seeds_only_when_they_start_from_this_runs_rows(tmp_path):
+    own = {"pkt": 0.33, "ablation_copy": 0.32, "no_transfer": 0.08}
+    for row, value in own.items():
+        _write(tmp_path, row, {"eval": {"mlm_accuracy": value}})
+    ctx = Context(out_dir=tmp_path, settings={}, log=lambda _: None)
+    assert _mlm_values(ctx) == (
+        {"pkt": [0.33], "copy_only": [0.32], "no_transfer": [0.08]},
+        "rows (seed 0)",
+    )
+    seeds = {row: {"mlm_accuracy": {"values": [v, v + 0.01]}} for row, v in own.items()}
+    _write(tmp_path, "mlm_seeds", {"rows": seeds})
+    mlm, source = _mlm_values(ctx)
+    assert source == "mlm_seeds" and mlm["copy_only"] == [0.32, 0.33]
+    seeds["pkt"]["mlm_accuracy"]["values"][0] = 0.34  # seed 0 of another PKT row: stale
+    _write(tmp_path, "mlm_seeds", {"rows": seeds})
+    assert _mlm_values(ctx)[1] == "rows (seed 0)"

@@ -412,10 +412,9 @@ def run_task_distillation_sweep(ctx: Context, settings: Mapping[str, Any]) -> di
     seeds, teacher = done_before["seeds"], done_before["teacher"][0]
     runs = {}
     for name, spec in settings["runs"].items():
-        values = []
+        values, pairs = [], _student_pairs(base, logits_path, **spec)
         for seed in seeds:
             ctx.log(f"task_distillation_sweep: {name}, seed {seed}")
-            pairs = _student_pairs(base, logits_path, **spec)
             experiment = _experiment(ctx, base, init, seed, pairs)
             done = _run(
                 ctx, "task_distillation_sweep", f"{name}/seed{seed}", experiment, loaded, upstream
