@@ -37,6 +37,7 @@ LAYERS = (
     {"checkpoints", "anatomy", "optim", "data"},  # what models are made of
     {"train"},  # the training loop, pre-training
     {"distill", "finetune"},  # the other two trainers
+    {"lab"},  # the attention-transfer lab on a generated task
     {"convert"},  # released checkpoints in: TF1, Hugging Face
     {"export"},  # trained models out: TFLite, Hugging Face, SavedModel
     {"bench"},  # benchmarks

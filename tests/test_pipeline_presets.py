@@ -12,7 +12,7 @@ from mbert_lib.pipeline.steps_distill import ROW_NAMES
 from mbert_lib.pipeline.steps_finetune import STUDENT_PRETRAINING_STEPS
 from mbert_lib.runtime import REPO_ROOT
 
-PRESETS = preset_settings.preset_names()
+PRESETS = preset_settings.reproduction_presets()
 
 
 def test_both_presets_are_files_with_a_setting_for_every_step():

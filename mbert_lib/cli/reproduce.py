@@ -14,7 +14,8 @@ def add_arguments(parser) -> None:
     parser.add_argument(
         "--preset",
         default="laptop",
-        help="laptop (tens of minutes on 2 cores) or smoke (minutes, tiny); default: %(default)s",
+        help="laptop (tens of minutes on 2 cores), smoke (minutes, tiny) or attention_lab "
+        "(attention transfer on a generated induction task, minutes); default: %(default)s",
     )
     parser.add_argument(
         "--data-dir",
@@ -54,6 +55,7 @@ def run(args) -> int:
 
     # on use: building the parser (--help) must not load TensorFlow
     from mbert_lib.pipeline import STEPS, make_context, run_steps, summary_table
+    from mbert_lib.pipeline.registry import own_steps
 
     if args.out is not None and os.path.exists(args.out) and not os.path.isdir(args.out):
         raise CommandError(f"--out {args.out} is a file; expected a directory for the run")
@@ -72,15 +74,17 @@ def run(args) -> int:
         )
     except ValueError as e:
         raise CommandError(str(e)) from None
+    reproduction = "teacher" in ctx.settings
     ctx.log(
-        f"reproduce: preset {args.preset}, output {ctx.out_dir}, data "
-        f"{ctx.data_dir or 'builtin (offline default)'}, teacher "
-        f"{ctx.settings['teacher']['source']}"
+        f"reproduce: preset {args.preset}, output {ctx.out_dir}"
+        + (f", data {ctx.data_dir or 'builtin (offline default)'}" if reproduction else "")
+        + (f", teacher {ctx.settings['teacher']['source']}" if reproduction else "")
         + (f", {args.mixed_precision}" if args.mixed_precision != "float32" else "")
     )
+    steps = own_steps(args.preset) or STEPS
     records: list[dict] = []
     try:
-        run_steps(STEPS, ctx, only, records=records)
+        run_steps(steps, ctx, only, records=records)
     except BaseException:
         if records:
             ctx.log(
@@ -89,7 +93,7 @@ def run(args) -> int:
             )
         raise
     ctx.log("\n" + summary_table(records))
-    left_out = [s.name for s in STEPS if s.optional and not (only and s.name in only)]
+    left_out = [s.name for s in steps if s.optional and not (only and s.name in only)]
     if left_out:
         ctx.log(
             f"optional steps not run: {', '.join(left_out)} (add them with --steps "

@@ -28,6 +28,7 @@ directory is known, else builtin). Modules, one idea each:
     prepare         the prepare step tying them together
     heldout         held-out examples rebuilt per source (e.g. NSP on WikiText alone)
     example_view    one example token by token, [MASK] / random / kept marked
+    structured_task a generated induction language for the attention lab (mbert_lib.lab)
 """
 
 from mbert_lib.data.builtin_corpus import builtin_documents, load_builtin_corpus

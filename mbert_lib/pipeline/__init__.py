@@ -5,9 +5,10 @@
     checks.py    the data directory before a run, a full disk during one
     steps.py     data and teacher steps (thin glue to the library); steps_*.py the others
     steps_report.py  the last step: REPORT.md from every record (mbert_lib.report)
-    registry.py  every step module in order; the `laptop` and `smoke` presets
-    presets/     each preset's settings per step, as data (laptop.yaml, smoke.yaml),
-                 read by preset_settings.py
+    registry.py  every step module in order; the `laptop` and `smoke` presets, and
+                 `attention_lab`, which runs its own step (steps_lab.py, mbert_lib.lab)
+    presets/     each preset's settings per step, as data (laptop.yaml, smoke.yaml,
+                 attention_lab.yaml), read by preset_settings.py
     precision.py the bfloat16 opt-in: every trainer step's runtime.mixed_precision
     bundle.py    a finished run's trained steps in one checked file, installed by ensure()
 
@@ -56,7 +57,14 @@ def make_context(
     preset's; `teacher_choice.py`).
     """
     precision.check_precision(mixed_precision)
-    settings = choose_teacher(get_pipeline_preset(preset), teacher)
+    settings = get_pipeline_preset(preset)
+    if "teacher" in settings:
+        settings = choose_teacher(settings, teacher)
+    elif teacher is not None or mixed_precision != "float32":
+        raise ValueError(
+            f"preset {preset!r} trains its own small models: --teacher and --mixed_precision "
+            "apply to the reproduction presets (laptop, smoke)"
+        )
     if mixed_precision != "float32":
         settings = precision.with_mixed_precision(settings, mixed_precision)
     out = Path(out_dir) if out_dir else core.DEFAULT_OUT / preset

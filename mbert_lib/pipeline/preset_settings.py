@@ -5,6 +5,9 @@ they enter the step's fingerprint). YAML anchors and merge keys (`<<: *tiny`)
 share repeated settings; a top-level key starting with "." holds such a
 template and is not a step. The loaded settings share no objects, whatever
 the anchors: a step may not change another's settings by editing its own.
+
+A preset that runs steps of its own instead of the reproduction's (the attention lab)
+lists them under the top-level key `.steps`; `preset_steps` reads that list.
 """
 
 from __future__ import annotations
@@ -23,14 +26,40 @@ def preset_names() -> list[str]:
     return sorted(p.stem for p in PRESET_DIR.glob("*.yaml"))
 
 
-def load_preset_settings(name: str) -> dict[str, dict[str, Any]]:
-    """{step: settings} of preset `name`, templates ("."-keys) dropped."""
+def reproduction_presets() -> list[str]:
+    """The presets that run the reproduction's steps (not steps of their own), sorted."""
+    return [name for name in preset_names() if preset_steps(name) is None]
+
+
+STEPS_KEY = ".steps"
+
+
+def _load(name: str) -> dict[str, Any]:
     path = PRESET_DIR / f"{name}.yaml"
     if not path.is_file():
         raise ValueError(f"unknown preset {name!r}; known presets: {preset_names()}")
     with open(path, encoding="utf-8") as f:
         loaded = yaml.safe_load(f)
-    if not isinstance(loaded, dict) or not all(isinstance(v, dict) for v in loaded.values()):
+    if not isinstance(loaded, dict) or not all(
+        isinstance(v, dict) for k, v in loaded.items() if k != STEPS_KEY
+    ):
         raise ValueError(f"{path}: expected a mapping of step name -> settings mapping")
-    steps = {step: settings for step, settings in loaded.items() if not step.startswith(".")}
+    return loaded
+
+
+def load_preset_settings(name: str) -> dict[str, dict[str, Any]]:
+    """{step: settings} of preset `name`, templates ("."-keys) dropped."""
+    steps = {step: settings for step, settings in _load(name).items() if not step.startswith(".")}
     return json.loads(json.dumps(steps))  # plain values, no shared objects
+
+
+def preset_steps(name: str) -> list[str] | None:
+    """The step names preset `name` runs instead of the reproduction's, or None."""
+    steps = _load(name).get(STEPS_KEY)
+    if steps is not None and not (
+        isinstance(steps, list) and steps and all(isinstance(s, str) for s in steps)
+    ):
+        raise ValueError(
+            f"preset {name!r}: {STEPS_KEY} must be a list of step names, got {steps!r}"
+        )
+    return steps

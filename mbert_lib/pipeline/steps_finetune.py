@@ -31,7 +31,7 @@ from mbert_lib.finetune.experiment import FinetuneExperiment
 from mbert_lib.finetune.search import mean_std
 from mbert_lib.finetune.trainer import cached_task_data, run_finetuning
 from mbert_lib.pipeline.core import Context, PipelineError, Step, read_record
-from mbert_lib.pipeline.preset_settings import load_preset_settings, preset_names
+from mbert_lib.pipeline.preset_settings import load_preset_settings, reproduction_presets
 from mbert_lib.pipeline.steps import load_step_experiment
 from mbert_lib.runtime import REPO_ROOT
 from mbert_lib.train.pretrain import run_pretraining
@@ -42,7 +42,7 @@ from mbert_lib.train.pretrain import run_pretraining
 # (tests/test_pipeline_presets.py checks each row against it).
 STUDENT_PRETRAINING_STEPS = {
     name: load_preset_settings(name)["bert_baseline"]["overrides"]["trainer.train_steps"]
-    for name in preset_names()
+    for name in reproduction_presets()
 }
 GLUE_TASK, OFFLINE_TASK = "sst2", "builtin_shuffled"
 

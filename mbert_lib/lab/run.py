@@ -1,0 +1,267 @@
+"""The lab from start to finish: teacher, five students × seeds, `attention_lab.json`.
+
+Each finished model leaves a small record under `<out>/attention_lab/` (the teacher
+also its weights), so a killed lab resumes with the next student; a record made with
+other settings is trained again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import tf_keras
+
+from mbert_lib import atomic, hardware, strict_json
+from mbert_lib.config_tree import to_dict
+from mbert_lib.distill.initialize import copy_from_teacher
+from mbert_lib.lab import recipes
+from mbert_lib.lab.data import LabExamples, make_examples
+from mbert_lib.lab.loop import StageRunner
+from mbert_lib.lab.measure import evaluate
+from mbert_lib.lab.settings import LabSettings, student_config, teacher_config
+from mbert_lib.models import build_pretrainer, dummy_inputs
+from mbert_lib.paired import paired_difference
+
+RESULT_FILE = "attention_lab.json"
+WORK_DIR = "attention_lab"
+TEACHER_WEIGHTS = "teacher_weights.npz"  # get_weights() in order
+# The pairs the lab's verdicts read: each AT student against each student without AT.
+COMPARISONS = (
+    ("pkt", "no_transfer"),
+    ("pkt", "fmt_only"),
+    ("pkt", "copy_only"),
+    ("at_only", "no_transfer"),
+    ("at_only", "fmt_only"),
+)
+
+
+def settings_fingerprint(settings: LabSettings) -> str:
+    return hashlib.sha256(json.dumps(to_dict(settings), sort_keys=True).encode()).hexdigest()
+
+
+def _built(config, seq_length: int):
+    model = build_pretrainer(config)
+    model(dummy_inputs(2, seq_length))
+    return model
+
+
+def _read(path: Path, fingerprint: str) -> dict | None:
+    if not path.is_file():
+        return None
+    record = json.loads(path.read_text(encoding="utf-8"))
+    return record if record.get("fingerprint") == fingerprint else None
+
+
+def _write(path: Path, record: dict) -> None:
+    atomic.write_text(path, strict_json.dumps(record, indent=1) + "\n")
+
+
+class _Curve:
+    """Structured accuracy on the first `curve_examples` dev examples at step 0 and every
+    `curve_interval` steps of a model's whole training (across its stages)."""
+
+    def __init__(self, model, dev: LabExamples, settings: LabSettings, enabled: bool):
+        self.model, self.dev, self.enabled = model, dev, enabled
+        self.rows = slice(0, settings.curve_examples)
+        self.every = settings.curve_interval
+        self.points: list[list[float]] = []
+        self.offset = 0  # the steps of the stages before this one
+        self._measure(0)
+
+    def _measure(self, step: int) -> None:
+        if self.enabled and step % self.every == 0:
+            accuracy = evaluate(self.model, self.dev, self.rows)["structured_accuracy"]
+            self.points.append([step, round(accuracy, 4)])
+
+    def __call__(self, stage_step: int) -> None:
+        self._measure(self.offset + stage_step)
+
+
+def train_teacher(settings, train, dev, work: Path, fingerprint: str, log) -> tuple:
+    """(teacher pretrainer, its record, read back?): pre-trained on the task, or read back."""
+    tf_keras.utils.set_random_seed(settings.data_seed)
+    teacher = _built(teacher_config(settings), settings.task.seq_length)
+    record = _read(work / "teacher.json", fingerprint)
+    weights = work / TEACHER_WEIGHTS
+    if record is not None and weights.is_file():
+        with np.load(weights) as stored:
+            teacher.set_weights([stored[f"w{i}"] for i in range(len(stored.files))])
+        log(f"teacher: done ({record['structured_accuracy']:.1%} structured), read back")
+        return teacher, record, True
+    start = time.perf_counter()
+    curve = _Curve(teacher, dev, settings, enabled=True)
+    StageRunner(teacher).run_stage(
+        "teacher",
+        recipes.mlm_loss(teacher),
+        train.batches(settings.batch_size, 0),
+        settings.teacher_steps,
+        settings.teacher_learning_rate,
+        curve,
+    )
+    record = {
+        "fingerprint": fingerprint,
+        **evaluate(teacher, dev),
+        "steps": settings.teacher_steps,
+        "seconds": round(time.perf_counter() - start, 1),
+        "curve": curve.points,
+    }
+    work.mkdir(parents=True, exist_ok=True)
+    with atomic.atomic_path(weights) as tmp, open(tmp, "wb") as f:
+        np.savez(f, **{f"w{i}": w for i, w in enumerate(teacher.get_weights())})
+    _write(work / "teacher.json", record)
+    log(
+        f"teacher: {record['structured_accuracy']:.1%} structured after "
+        f"{settings.teacher_steps} steps ({record['seconds']:.0f} s)"
+    )
+    return teacher, record, False
+
+
+def train_student(variant, seed, teacher, student, runner, settings, train, dev) -> dict:
+    """One student of `variant` from seed `seed`'s initialisation: its record."""
+    recipe = recipes.RECIPES[variant]
+    tf_keras.utils.set_random_seed(1000 + seed)
+    student.set_weights(_built(student_config(settings), settings.task.seq_length).get_weights())
+    if recipe.copy:
+        copy_from_teacher(teacher, student)
+    runner.reset()
+    before = evaluate(student, dev)
+    batches = train.batches(settings.batch_size, 1000 + seed)
+    curve = _Curve(student, dev, settings, enabled=seed == 0)
+    stages = [
+        (layer, recipes.layer_loss(student, layer, recipe.layer_terms))
+        for layer in range(settings.num_layers)
+        if recipe.layer_terms
+    ]
+    final_steps = settings.student_steps - settings.layer_steps * len(stages)
+    stages.append((None, recipes.final_loss(student, recipe)))
+    start = time.perf_counter()
+    for layer, loss_fn in stages:
+        steps = settings.layer_steps if layer is not None else final_steps
+        runner.run_stage(
+            recipes.stage_key(recipe, layer),
+            loss_fn,
+            batches,
+            steps,
+            settings.student_learning_rate,
+            curve,
+        )
+        curve.offset += steps
+    return {
+        **evaluate(student, dev),
+        "before": before,
+        "seconds": round(time.perf_counter() - start, 1),
+        "curve": curve.points,
+    }
+
+
+# The lab's aims: a teacher that solves the task, students with AT that learn it in their
+# budget, students without AT that do not.
+TEACHER_AIM, AT_AIM, WITHOUT_AT_AIM = 0.95, 0.90, 0.60
+
+
+def _targets(teacher_accuracy: float, accuracy: dict, paired: dict) -> dict:
+    mean = {v: float(np.mean(a)) for v, a in accuracy.items()}
+    without_at = [v for v in recipes.VARIANTS if v not in recipes.AT_VARIANTS]
+    return {
+        "teacher": {"aim": TEACHER_AIM, "met": teacher_accuracy >= TEACHER_AIM},
+        "with_at": {"aim": AT_AIM, "met": all(mean[v] >= AT_AIM for v in recipes.AT_VARIANTS)},
+        "without_at": {
+            "aim": WITHOUT_AT_AIM,
+            "met": all(mean[v] <= WITHOUT_AT_AIM for v in without_at),
+        },
+        "gaps_beyond_2se": {
+            name: d["se"] > 0 and d["mean"] > 2 * d["se"] for name, d in paired.items()
+        },
+    }
+
+
+def _summary(settings, teacher_record, students, seconds, resumed) -> dict:
+    mass = np.array(teacher_record["rule_attention_mass"])  # [L, N]
+    layer, head = (int(i) for i in np.unravel_index(np.argmax(mass), mass.shape))
+    per_seed = {v: [students[v][s] for s in range(settings.seeds)] for v in recipes.VARIANTS}
+    accuracy = {v: [r["structured_accuracy"] for r in runs] for v, runs in per_seed.items()}
+    paired = {
+        f"{a} - {b}": paired_difference(accuracy[a], accuracy[b]).to_dict() for a, b in COMPARISONS
+    }
+    return {
+        "task": settings.task.name,
+        "chance": settings.task.chance,
+        "teacher": {
+            "structured_accuracy": teacher_record["structured_accuracy"],
+            "other_accuracy": teacher_record["other_accuracy"],
+            "steps": teacher_record["steps"],
+            "curve": teacher_record["curve"],
+        },
+        "students": accuracy,
+        "other_accuracy": {v: [r["other_accuracy"] for r in runs] for v, runs in per_seed.items()},
+        "rule_head": {"layer": layer, "head": head},
+        "rule_attention_mass": {
+            "teacher": float(mass[layer, head]),
+            "before_transfer": [
+                r["before"]["rule_attention_mass"][layer][head] for r in per_seed["pkt"]
+            ],
+            **{
+                v: [r["rule_attention_mass"][layer][head] for r in runs]
+                for v, runs in per_seed.items()
+            },
+        },
+        "rule_attention_mass_per_head": {
+            "teacher": teacher_record["rule_attention_mass"],
+            "before_transfer": per_seed["pkt"][0]["before"]["rule_attention_mass"],
+            **{v: runs[0]["rule_attention_mass"] for v, runs in per_seed.items()},
+        },
+        "curves": {v: runs[0]["curve"] for v, runs in per_seed.items()},
+        "paired": paired,
+        "targets": _targets(teacher_record["structured_accuracy"], accuracy, paired),
+        "settings": to_dict(settings),
+        "student_steps": settings.student_steps,
+        "student_seconds": {v: [r["seconds"] for r in runs] for v, runs in per_seed.items()},
+        "seconds": round(seconds, 1),  # this invocation's wall time (less when it resumed)
+        "resumed": resumed,
+        "hardware": hardware.describe(),
+    }
+
+
+def run_lab(settings: LabSettings, out_dir, log: Callable[[str], None] = print) -> dict:
+    """Runs (or resumes) the lab into out_dir; returns what it wrote to attention_lab.json."""
+    out_dir = Path(out_dir)
+    work = out_dir / WORK_DIR
+    fingerprint = settings_fingerprint(settings)
+    start = time.perf_counter()
+    train, dev = make_examples(settings, "train"), make_examples(settings, "dev")
+    teacher, teacher_record, resumed = train_teacher(settings, train, dev, work, fingerprint, log)
+    train = dataclasses.replace(
+        train,
+        arrays={
+            **train.arrays,
+            **recipes.teacher_targets(teacher, train.arrays, settings.num_layers),
+        },
+    )
+    student = _built(student_config(settings), settings.task.seq_length)
+    runner = StageRunner(student)
+    students: dict[str, dict[int, dict]] = {}
+    for variant in recipes.VARIANTS:
+        for seed in range(settings.seeds):
+            path = work / "students" / f"{variant}-seed{seed}.json"
+            record = _read(path, fingerprint)
+            resumed = resumed or record is not None
+            if record is None:
+                record = {
+                    "fingerprint": fingerprint,
+                    **train_student(variant, seed, teacher, student, runner, settings, train, dev),
+                }
+                _write(path, record)
+            students.setdefault(variant, {})[seed] = record
+            log(
+                f"{variant} seed {seed}: {record['structured_accuracy']:.1%} structured "
+                f"({record['seconds']:.0f} s)"
+            )
+    summary = _summary(settings, teacher_record, students, time.perf_counter() - start, resumed)
+    _write(out_dir / RESULT_FILE, summary)
+    return summary

@@ -1,0 +1,97 @@
+"""The attention lab: its schedule, its measurement, its settings, and a tiny lab that
+writes attention_lab.json and resumes."""
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from mbert_lib.lab.data import LabExamples
+from mbert_lib.lab.loop import StageSchedule
+from mbert_lib.lab.measure import rule_attention_mass
+from mbert_lib.lab.recipes import AT_VARIANTS, VARIANTS
+from mbert_lib.lab.run import run_lab, settings_fingerprint
+from mbert_lib.lab.settings import lab_settings
+from mbert_lib.pipeline.steps_lab import FAST_LAB, fast_lab_dir
+
+TINY = FAST_LAB
+
+
+def test_the_stage_schedule_warms_up_then_decays_linearly():
+    schedule = StageSchedule()
+    schedule.peak.assign(2e-3)
+    schedule.steps.assign(100.0)
+    t = np.arange(0, 101)
+    expected = 2e-3 * np.minimum(1, (t + 1) / 10) * (1 - 0.99 * t / 100)
+    np.testing.assert_allclose([float(schedule(i)) for i in t], expected, rtol=1e-5)
+
+
+def test_rule_attention_mass_averages_the_probability_on_the_rule_target():
+    rng = np.random.default_rng(0)
+    probs = rng.random((3, 2, 6, 6)).astype(np.float32)  # [n, N, T, T]
+    arrays = {
+        "structured": np.array([[1, 0], [0, 0], [1, 1]], np.float32),
+        "masked_lm_positions": np.array([[4, 1], [2, 3], [5, 3]], np.int32),
+        "rule_target": np.array([[2, 0], [0, 0], [1, 0]], np.int32),
+    }
+    mass = rule_attention_mass([probs, 2 * probs], LabExamples(arrays, "x"))
+    by_hand = [(probs[0, h, 4, 2] + probs[2, h, 5, 1] + probs[2, h, 3, 0]) / 3 for h in (0, 1)]
+    np.testing.assert_allclose(mass, [by_hand, 2 * np.array(by_hand)], rtol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "changes, key",
+    [
+        ({"layer_steps": 4}, "attention_lab.layer_steps"),
+        ({"seeds": 0}, "attention_lab.seeds"),
+        ({"masked_lm_prob": 1.5}, "attention_lab.masked_lm_prob"),
+        ({"task": {"name": "dyck"}}, "task.name"),
+        ({"task": {"seq_length": 8}}, "task.seq_length"),
+        ({"teacher_step": 5}, "attention_lab.teacher_step"),
+    ],
+)
+def test_bad_lab_settings_are_refused_naming_the_key(changes, key):
+    with pytest.raises(ValueError, match=key):
+        lab_settings({**TINY, **changes})
+
+
+def test_a_tiny_lab_writes_paired_seeds_and_resumes(tmp_path):
+    settings = lab_settings(TINY)
+    summary = run_lab(settings, fast_lab_dir(), print)  # shared with notebook 10
+    written = json.loads((fast_lab_dir() / "attention_lab.json").read_text())
+    assert written["students"] == summary["students"]
+    assert set(summary["students"]) == set(VARIANTS) and set(AT_VARIANTS) < set(VARIANTS)
+    for variant, accuracies in summary["students"].items():
+        assert len(accuracies) == 2 and all(0 <= a <= 1 for a in accuracies)
+        assert len(summary["rule_attention_mass"][variant]) == 2
+    assert summary["chance"] == pytest.approx(1 / 12)
+    layer, head = summary["rule_head"]["layer"], summary["rule_head"]["head"]
+    per_head = np.array(summary["rule_attention_mass_per_head"]["teacher"])
+    assert per_head.shape == (2, 2) and per_head[layer, head] == per_head.max()
+    pkt = summary["students"]["pkt"]
+    d = summary["paired"]["pkt - no_transfer"]
+    assert d["mean"] == pytest.approx(np.mean(pkt) - np.mean(summary["students"]["no_transfer"]))
+    # the curve of seed 0 starts at step 0 and ends at the budget
+    assert [p[0] for p in summary["curves"]["pkt"]] == [0, 4, 8]
+    shutil.copytree(fast_lab_dir() / "attention_lab", tmp_path / "attention_lab")
+    lines = []
+    again = run_lab(settings, tmp_path, lines.append)
+    assert again["resumed"] and again["students"] == summary["students"]
+    assert any("read back" in line for line in lines)
+    # other settings train again
+    changed = lab_settings({**TINY, "student_steps": 10})
+    for path in (tmp_path / "attention_lab" / "students").iterdir():
+        record = json.loads(path.read_text())
+        assert record["fingerprint"] != settings_fingerprint(changed)
+
+
+def test_the_lab_preset_runs_its_one_step_and_refuses_the_reproductions_options(tmp_path):
+    from mbert_lib.pipeline import make_context
+    from mbert_lib.pipeline.registry import own_steps
+
+    assert [s.name for s in own_steps("attention_lab")] == ["attention_lab"]
+    assert own_steps("laptop") is None
+    assert make_context("attention_lab", str(tmp_path)).settings["attention_lab"]["seeds"] == 3
+    with pytest.raises(ValueError, match="--teacher and --mixed_precision"):
+        make_context("attention_lab", str(tmp_path), teacher="shipped")
