@@ -79,11 +79,17 @@ def test_a_tiny_lab_writes_paired_seeds_and_resumes(tmp_path):
     again = run_lab(settings, tmp_path, lines.append)
     assert again["resumed"] and again["students"] == summary["students"]
     assert any("read back" in line for line in lines)
-    # other settings train again
-    changed = lab_settings({**TINY, "student_steps": 10})
-    for path in (tmp_path / "attention_lab" / "students").iterdir():
-        record = json.loads(path.read_text())
-        assert record["fingerprint"] != settings_fingerprint(changed)
+    # a student setting trains the students again, not the teacher; a task setting both
+    records = [json.loads(p.read_text()) for p in (tmp_path / "attention_lab").rglob("*.json")]
+    assert {r["fingerprint"] for r in records} == {
+        settings_fingerprint(settings),
+        settings_fingerprint(settings, teacher_only=True),
+    }
+    students = lab_settings({**TINY, "student_steps": 10})
+    assert settings_fingerprint(students) != settings_fingerprint(settings)
+    assert settings_fingerprint(students, True) == settings_fingerprint(settings, True)
+    task = lab_settings({**TINY, "task": {**TINY["task"], "num_symbols": 13}})
+    assert settings_fingerprint(task, True) != settings_fingerprint(settings, True)
 
 
 def test_the_lab_preset_runs_its_one_step_and_refuses_the_reproductions_options(tmp_path):

@@ -55,9 +55,9 @@ class StageRunner:
         for variable in self.optimizer.variables():
             variable.assign(tf.zeros_like(variable))
 
-    def _compiled(self, key: str, loss_fn: Callable) -> Callable:
+    def _compiled(self, key: str, loss_fn: Callable, variables: list | None) -> Callable:
         if key not in self._steps:
-            variables = self.model.trainable_variables
+            variables = self.model.trainable_variables if variables is None else variables
 
             @tf.function
             def step(batch):
@@ -80,15 +80,17 @@ class StageRunner:
         steps: int,
         learning_rate: float,
         after_step: Callable[[int], None] | None = None,
+        variables: list | None = None,
     ) -> float:
         """`steps` updates from a fresh schedule; after_step(i) after the i-th (1-based).
+        `variables`: those the stage trains (default: all the model's trainable ones).
 
         Raises FloatingPointError naming the stage when the loss is not finite.
         """
         self.optimizer.iterations.assign(0)
         self.schedule.peak.assign(learning_rate)
         self.schedule.steps.assign(float(steps))
-        step = self._compiled(key, loss_fn)
+        step = self._compiled(key, loss_fn, variables)
         loss = tf.constant(0.0)
         for i in range(1, steps + 1):
             loss = step(next(batches))

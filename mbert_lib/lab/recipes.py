@@ -9,9 +9,11 @@
 copy: the teacher's embedding and MLM head into the student (`copy_from_teacher`).
 PD: α·MLM + (1 − α)·KD(teacher's MLM logits) + NSP, α = 1/2 (paper eq. 3). "+ AT" keeps
 every layer's attention transfer in the final stage, as the pipeline's PKT student does.
-In a layer stage every student variable the loss reaches trains at the same rate (the
-pipeline trains the blocks below at a tenth of it); the MLM and NSP heads get no
-gradient there.
+In layer l's stage only block l trains: the embedding and the blocks below are frozen,
+as in the paper's progressive transfer (the pipeline trains them at a tenth of the rate).
+Training the copied embedding there lets attention transfer pull it away from the token
+identities the copied MLM head reads (in the lab's first runs the AT-only student then
+fell below the copy-only one).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import dataclasses
 import numpy as np
 
 from mbert_lib.distill import losses
+from mbert_lib.distill.plan import variable_groups
 from mbert_lib.lab.data import MODEL_INPUTS
 
 VARIANTS = ("pkt", "fmt_only", "at_only", "copy_only", "no_transfer")
@@ -132,6 +135,11 @@ def mlm_loss(model):
         )["loss"]
 
     return loss
+
+
+def stage_variables(student, layer: int | None) -> list | None:
+    """What a stage trains: block `layer` alone, or everything (None) in the final stage."""
+    return None if layer is None else variable_groups(student)[f"block_{layer}"]
 
 
 def stage_key(recipe: Recipe, layer: int | None) -> str:

@@ -41,8 +41,16 @@ COMPARISONS = (
 )
 
 
-def settings_fingerprint(settings: LabSettings) -> str:
-    return hashlib.sha256(json.dumps(to_dict(settings), sort_keys=True).encode()).hexdigest()
+# Settings only the students use: a new value keeps the teacher.
+STUDENT_KEYS = ("student_steps", "layer_steps", "student_learning_rate", "seeds")
+
+
+def settings_fingerprint(settings: LabSettings, teacher_only: bool = False) -> str:
+    """sha256 of the settings (of those the teacher depends on, when teacher_only)."""
+    values = to_dict(settings)
+    if teacher_only:
+        values = {k: v for k, v in values.items() if k not in STUDENT_KEYS}
+    return hashlib.sha256(json.dumps(values, sort_keys=True).encode()).hexdigest()
 
 
 def _built(config, seq_length: int):
@@ -150,6 +158,7 @@ def train_student(variant, seed, teacher, student, runner, settings, train, dev)
             steps,
             settings.student_learning_rate,
             curve,
+            recipes.stage_variables(student, layer),
         )
         curve.offset += steps
     return {
@@ -235,7 +244,8 @@ def run_lab(settings: LabSettings, out_dir, log: Callable[[str], None] = print) 
     fingerprint = settings_fingerprint(settings)
     start = time.perf_counter()
     train, dev = make_examples(settings, "train"), make_examples(settings, "dev")
-    teacher, teacher_record, resumed = train_teacher(settings, train, dev, work, fingerprint, log)
+    teacher_print = settings_fingerprint(settings, teacher_only=True)
+    teacher, teacher_record, resumed = train_teacher(settings, train, dev, work, teacher_print, log)
     train = dataclasses.replace(
         train,
         arrays={
