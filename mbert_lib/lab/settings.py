@@ -36,8 +36,8 @@ class LabSettings:
     num_heads: int = 2
     teacher_steps: int = 3000
     teacher_learning_rate: float = 1e-3
-    student_steps: int = 600
-    layer_steps: int = 150
+    student_steps: int = 1200
+    layer_steps: int = 200
     student_learning_rate: float = 3e-3
     seeds: int = 3
     curve_interval: int = 50  # steps between points of the training curves (seed 0)
