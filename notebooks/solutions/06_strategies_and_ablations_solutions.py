@@ -284,7 +284,7 @@ assert (decided_now["seeds needed"] <= n_on_record).all()      # n* <= n: decide
 # comparison decided already stays decided while its mean and spread hold; one of the
 # opposite sign to its finding can only be decided *against* it. A difference that needs
 # tens or hundreds of seeds is, at this scale, no difference. Whether the projection holds
-# is what training seeds 3 and 4 would test (the cost printed above, about 70 minutes):
+# is what training seeds 3 and 4 would test (the cost printed above, about 89 minutes):
 # with three seeds $s_d$ is itself uncertain by a factor of about two, and the means move
 # by about one s.e. as seeds are added.
 
@@ -393,27 +393,22 @@ else:                             # a tiny fast-mode student can land on the sam
     print("PKT's seeds agree exactly: no seed spread to measure PKT at m* against")
 
 # %% [markdown]
-# **Answer** (read from the earlier run, with the 1,800-step teacher and the paper's PD;
-# the cells above have not been run again since PD keeps AT, so their outputs are
-# empty and the numbers here are that run's). PKT had 3.3 times AKT's layer-wise budget, so matching it is a *cut* of the
-# current-layer multiplier from 30 to $m^\ast \approx 9$, with the number of updates and the
-# PD stage unchanged (checked). Two things change:
+# **Answer.** AKT's layer-wise budget is about a quarter of PKT's (the table above), so
+# matching it is a *cut* of the current-layer multiplier from 30 to $m^\ast \approx 4.7$,
+# with the number of updates and the PD stage unchanged (checked). Everything PKT's
+# stages bought shrinks with it:
 #
-# * **MLM accuracy falls to AKT's.** PKT at $m^\ast$ reaches the held-out MLM accuracy of
-#   AKT's seed 0 (the two tables' first column), 3.4 of PKT's seed standard deviations
-#   below PKT's mean (printed; one seed of the new run, but PKT's three seeds have a std
-#   of only 0.08 points). At equal Σ η the progressive schedule loses its edge over
-#   auxiliary transfer in this run: part of Table 8's PKT lead at our scale is its larger
-#   layer-wise budget, not its order.
-# * **The distance to the teacher moves, it does not shrink.** With a third of the
-#   budget, the lower layers end *closer* to the teacher's attention (layers 0 and 2 at
-#   about half of PKT's KL, layer 1 at three quarters) and the top layer further (its KL
-#   17% higher); the mean AT over layers is 30% below PKT's, but the mean feature MSE is a
-#   third larger. Neither PKT
-#   run comes near AKT, whose layers stay several times closer to the teacher: AKT keeps the
-#   layer-wise terms in its loss to the last update, while PKT's PD stage moves the layers
-#   again after their stages. So per-layer closeness at the end is set by what the *last*
-#   stage trains, not by the layer-wise Σ η.
+# * **MLM accuracy falls below AKT's.** PKT at $m^\ast$ ends about 3 points below PKT's
+#   mean and below AKT's seed 0 (printed; one seed of the new run, about 20 of PKT's seed
+#   standard deviations below its mean). At equal Σ η the progressive schedule does not
+#   keep up with auxiliary transfer: PKT's standing in Table 8 at our scale rests on its
+#   larger layer-wise budget, not on its order.
+# * **Every layer ends farther from the teacher.** The mean attention KL over layers
+#   rises to about three times PKT's (layer 1, the one with most to learn, from about 1 to
+#   about 3) and the mean feature MSE to about seven times. Where each run ends closest is
+#   set by what its *last* stage trains: AKT, which trains FMT to the last update, has by
+#   far the smallest feature MSE; PKT, whose PD stage keeps AT, the smallest attention KL,
+#   and its cut run still sits below AKT's there.
 #
 # The full version (three seeds, each fine-tuned) costs three times the printed training
 # time plus three fine-tuning runs.
@@ -515,18 +510,17 @@ assert np.isclose(gains["both  (CK − 0)"], gains["copy, without KD  (C − 0)"
                   + gains["KD, with copy  (CK − C)"])
 
 # %% [markdown]
-# **Answer.** The gains do **not** add up. The copy of the teacher's embedding and MLM
-# head is by far the larger factor: it adds about 12.7 points of MLM accuracy without the
-# teacher's distribution in the loss and about 10.1 with it. The teacher's MLM
-# distribution (KD, α = 0.5) adds about 2.5 points to a student that starts from scratch
-# and nothing (−0.1) to one that starts from the copied head. The interaction is about
-# −2.6 points, its 95 % interval well below zero (the interval assumes the new row's seed
-# spread; with one seed it is a guide only). The two ingredients of PD carry largely the
-# same knowledge, the teacher's distribution over the vocabulary, once through the
-# initial weights and once through the loss; whichever comes first takes the gain. This is
+# **Answer.** These seeds cannot tell. The copy of the teacher's embedding and MLM head
+# is by far the larger factor: it adds about 24 points of MLM accuracy without the
+# teacher's distribution in the loss and about 23 with it. The teacher's MLM distribution
+# (KD, α = 0.5) adds about 1.9 points to a student that starts from scratch and about 0.9
+# to one that starts from the copied head. The interaction is about −1.0 point, and its
+# 95 % interval holds 0 (it assumes the new row's seed spread; with one seed it is a guide
+# only): the gains may add up, or the copy may take part of what KD would give. This is
 # why the student notebook adds the copy first: each Table 9 gain is then that of one
-# change, but "PD's gain" depends on the order. (The new row's perplexity is far above the
-# others': without the copy, 600 updates leave its output distribution much flatter.)
+# change, whatever the order would do. (The new row's perplexity stays near the untaught
+# student's, far above the rows with the copy: without it, 600 updates leave its output
+# distribution much flatter.)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Exercise 4 · Fine-tuning noise vs pre-training noise
@@ -594,20 +588,20 @@ print(f"with 3 and 3 seeds, a ratio of two sample variances of EQUAL true varian
 
 # %% [markdown]
 # **Answer.** The two seed-0 / seed-0 runs are the same experiment and give the same dev
-# accuracy (checked), so the two records can be compared. The answer differs by row. For
-# PKT, three fine-tuning seeds of one student spread the dev accuracy by about 70% of
-# what three pre-training seeds do (std 0.86 against 1.23 points): fine-tuning noise is
-# about half of the variance. For the no-transfer student the two spreads are the same
-# (0.41 against 0.40 points), so all of its variance may be fine-tuning noise (the share
-# is capped at 1). Both readings are
-# weak: with three seeds on each side, a ratio of two sample variances ranges from 0.026
-# to 39 when the true variances are equal (the F(2, 2) interval printed), so neither share
-# is distinguishable from any other. What the numbers do show is the size of the noise
-# floor: from a few tenths of a point to about a point per run, the same order as the
-# differences between rows in section 7. To separate the two sources properly, fine-tune
-# every pre-training seed with several fine-tuning seeds (a nested design: 3 × 3 runs
-# per row, about 6 minutes per row) and average the fine-tuning seeds before comparing
-# rows.
+# accuracy (checked), so the two records can be compared. For PKT, three fine-tuning
+# seeds of one student spread the dev accuracy by about 85 % of what three pre-training
+# seeds do (std 1.36 against 1.63 points): fine-tuning noise is about 70 % of the
+# variance. For the no-transfer student the fine-tuning seeds spread it twice as much as
+# the pre-training seeds (0.70 against 0.35 points), so all of its variance may be
+# fine-tuning noise (the share is capped at 1). Both readings are weak: with three seeds
+# on each side, a ratio of two sample variances ranges from 0.026 to 39 when the true
+# variances are equal (the F(2, 2) interval printed), so neither share is
+# distinguishable from any other. What the numbers do show is the size of the noise
+# floor: from about a third of a point to about a point and a half per run, the same
+# order as the differences between rows in section 7. To separate the two sources
+# properly, fine-tune every pre-training seed with several fine-tuning seeds (a nested
+# design: 3 × 3 runs per row, about 9 minutes per row at the 1.0 minute per run printed
+# in exercise 1) and average the fine-tuning seeds before comparing rows.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Summary
@@ -616,16 +610,16 @@ print(f"with 3 and 3 seeds, a ratio of two sample variances of EQUAL true varian
 #   s_d/\sqrt{n}$, narrows through both factors: with the per-seed spread unchanged, five
 #   seeds halve the three-seed interval (1/√n alone would give 0.77). The projected
 #   verdicts at n = 5 and the seeds each comparison needs are in its table. The full
-#   version costs about 70 minutes.
-# * **Exercise 2.** AKT's layer-wise budget is a third of PKT's. PKT cut to it (same
-#   updates, same PD stage) falls to AKT's MLM accuracy (one seed, 3.4 PKT seed stds
-#   below PKT), and its layers trade feature distance for attention distance (mean AT 30%
-#   lower, mean feature MSE a third higher): closeness is set
-#   by the last stage's loss, and AKT, which trains the layer-wise terms to the end, stays
-#   far closer than either PKT run.
-# * **Exercise 3.** PD's two ingredients do not add up: the copy takes nearly all of the
-#   gain, and the teacher's distribution in the loss helps only a student without the copy
-#   (interaction about −2.6 points; one seed of the new row).
-# * **Exercise 4.** For PKT, fine-tuning seeds spread the dev accuracy by about 70% of
-#   what pre-training seeds do; for the no-transfer student by as much. With three seeds
-#   per side the variance ratios are very uncertain; a nested design would settle it.
+#   version costs about 89 minutes.
+# * **Exercise 2.** AKT's layer-wise budget is about a quarter of PKT's. PKT cut to it
+#   (same updates, same PD stage) falls below AKT's MLM accuracy, and every layer ends
+#   farther from the teacher (attention KL about three times, feature MSE about seven
+#   times PKT's): PKT's Table 8 standing rests on its budget, and closeness is set by the
+#   last stage's loss.
+# * **Exercise 3.** The copy takes nearly all of PD's gain; the teacher's distribution in
+#   the loss adds about two points from scratch and one after the copy, and the
+#   interaction (about −1 point) is not distinguishable from 0 with these seeds.
+# * **Exercise 4.** For PKT, fine-tuning seeds spread the dev accuracy by about 85 % of
+#   what pre-training seeds do; for the no-transfer student by twice as much. With three
+#   seeds per side the variance ratios are very uncertain; a nested design would settle
+#   it.
