@@ -126,7 +126,7 @@ def test_maps_and_kls_equal_an_independent_computation_with_padding_cut_off(mode
                 view["row_kl"], numpy_kl(want_t, want_s), rtol=1e-4, atol=1e-6
             )
     per_layer = [numpy_kl(teacher[t], student[k]).mean() for k, t in enumerate(LAYER_MAP)]
-    np.testing.assert_allclose(view["layer_kl"], per_layer, rtol=1e-4)
+    np.testing.assert_allclose(view["layer_kl"], per_layer, rtol=1e-4, atol=1e-6)
     assert (view["layer"], view["teacher_layer"], view["head"]) == (1, 2, 3)
 
 
@@ -183,6 +183,20 @@ def test_the_widgets_call_the_explorer_on_every_change(explorer, monkeypatch):
     text.value = ""  # a bad choice: said, figure kept
     assert "sentence is empty" in message.value and bytes(image.value) == shown
     assert not ae.widgets_available()  # pytest: no Jupyter kernel
+
+
+def test_an_unexpected_error_in_the_widgets_is_shown_with_its_type(explorer, monkeypatch):
+    box = ae.explore(explorer, SENTENCE, widgets=True)
+    text, message, image = box.children[0], box.children[2], box.children[3]
+    shown = bytes(image.value)
+
+    def broken(**_):
+        raise RuntimeError("the snapshot's weights could not be read")
+
+    monkeypatch.setattr(explorer, "update", broken)
+    text.value = "another sentence"
+    assert message.value == "<b>RuntimeError: the snapshot&#x27;s weights could not be read</b>"
+    assert bytes(image.value) == shown
 
 
 @pytest.mark.parametrize(

@@ -409,6 +409,10 @@ def explore(
         except ValueError as e:  # e.g. an empty sentence: say so, keep the figure
             message.value = f"<b>{html.escape(str(e))}</b>"
             return
+        except Exception as e:  # noqa: BLE001 -- a widget callback's error is otherwise
+            # only in the kernel's log: show it with its type, keep the figure
+            message.value = f"<b>{type(e).__name__}: {html.escape(str(e))}</b>"
+            return
         image.value, message.value = figure_png(fig), ""
 
     for control in controls.values():
