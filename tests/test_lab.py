@@ -66,6 +66,8 @@ def test_a_tiny_lab_writes_paired_seeds_and_resumes(tmp_path):
         assert len(accuracies) == 2 and all(0 <= a <= 1 for a in accuracies)
         assert len(summary["rule_attention_mass"][variant]) == 2
     assert summary["chance"] == pytest.approx(1 / 12)
+    task = settings.task
+    assert summary["data"] == {"train": task.fingerprint(200, 1), "dev": task.fingerprint(40, 2)}
     layer, head = summary["rule_head"]["layer"], summary["rule_head"]["head"]
     per_head = np.array(summary["rule_attention_mass_per_head"]["teacher"])
     assert per_head.shape == (2, 2) and per_head[layer, head] == per_head.max()

@@ -190,7 +190,7 @@ def _targets(teacher_accuracy: float, accuracy: dict, paired: dict) -> dict:
     }
 
 
-def _summary(settings, teacher_record, students, seconds, resumed) -> dict:
+def _summary(settings, teacher_record, students, seconds, resumed, data) -> dict:
     mass = np.array(teacher_record["rule_attention_mass"])  # [L, N]
     layer, head = (int(i) for i in np.unravel_index(np.argmax(mass), mass.shape))
     per_seed = {v: [students[v][s] for s in range(settings.seeds)] for v in recipes.VARIANTS}
@@ -233,6 +233,7 @@ def _summary(settings, teacher_record, students, seconds, resumed) -> dict:
         "student_seconds": {v: [r["seconds"] for r in runs] for v, runs in per_seed.items()},
         "seconds": round(seconds, 1),  # this invocation's wall time (less when it resumed)
         "resumed": resumed,
+        "data": data,  # sha256 of what generated each split (StructuredTask.fingerprint)
         "hardware": hardware.describe(),
     }
 
@@ -272,6 +273,13 @@ def run_lab(settings: LabSettings, out_dir, log: Callable[[str], None] = print) 
                 f"{variant} seed {seed}: {record['structured_accuracy']:.1%} structured "
                 f"({record['seconds']:.0f} s)"
             )
-    summary = _summary(settings, teacher_record, students, time.perf_counter() - start, resumed)
+    summary = _summary(
+        settings,
+        teacher_record,
+        students,
+        time.perf_counter() - start,
+        resumed,
+        {"train": train.fingerprint, "dev": dev.fingerprint},
+    )
     _write(out_dir / RESULT_FILE, summary)
     return summary
