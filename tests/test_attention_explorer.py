@@ -7,6 +7,7 @@ directory of checkpoints for the snapshot names.
 
 import math
 import os
+import shutil
 
 import matplotlib
 import numpy as np
@@ -26,6 +27,7 @@ from mbert_lib.viz import attention_explorer as ae
 from tests.distill_fixtures import tiny_distill_experiment
 
 matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402  (after the backend)
 
 WORDS = ["the", "a", "film", "plot", "was", "is", "very", "good", "bad", "and"]
 TOKENIZER = WordPieceTokenizer(list(SPECIAL_TOKENS) + WORDS + [f"w{i}" for i in range(3)])
@@ -130,6 +132,30 @@ def test_maps_and_kls_equal_an_independent_computation_with_padding_cut_off(mode
     assert (view["layer"], view["teacher_layer"], view["head"]) == (1, 2, 3)
 
 
+def test_the_reference_students_per_layer_kl_is_drawn_beside_the_snapshots(models):
+    tf_keras.utils.set_random_seed(5)
+    sharp = get_preset("tiny_student").replace(num_hidden_layers=2, initializer_range=1.0)
+    untrained = build_pretrainer(sharp.replace(**SMALL))  # a KL unlike the snapshot's
+    explorer = ae.AttentionExplorer(
+        models[0], {"final": models[1]}, TOKENIZER, LAYER_MAP, reference=untrained
+    )
+    view = explorer.view(SENTENCE, 0, 0, "final")
+    teacher = numpy_attention(models[0], SENTENCE)
+    reference = numpy_attention(untrained, SENTENCE)
+    reference = np.maximum(reference, ae.KL_FLOOR)  # the documented floor: some are 0
+    want = [numpy_kl(teacher[t], reference[k]).mean() for k, t in enumerate(LAYER_MAP)]
+    np.testing.assert_allclose(view["reference_layer_kl"], want, rtol=1e-4, atol=1e-6)
+    assert view["reference_layer_kl"][0] > 2 * view["layer_kl"][0]
+    fig = ae.draw(view)
+    per_layer = fig.axes[-1]
+    (lines,) = per_layer.collections  # one dashed segment per layer at its reference KL
+    heights = [segment[0][1] for segment in lines.get_segments()]
+    np.testing.assert_allclose(heights, want, rtol=1e-4, atol=1e-6)
+    labels = [t.get_text() for t in per_layer.get_legend().get_texts()]
+    assert sorted(labels) == ["final", "untrained student"]
+    plt.close(fig)
+
+
 def test_padding_keys_get_no_probability_before_they_are_cut_off():
     tokens, batch = ae.encode_sentence(TOKENIZER, SENTENCE, SEQ)
     assert tokens == TOKENS and batch["input_word_ids"].shape == (1, SEQ)
@@ -167,13 +193,13 @@ def test_the_widgets_call_the_explorer_on_every_change(explorer, monkeypatch):
     update = explorer.update
     monkeypatch.setattr(explorer, "update", lambda *a, **k: calls.append(k) or update(*a, **k))
     box = ae.explore(explorer, SENTENCE, widgets=True)
-    text, (layer, head, snapshot), message, image = (
+    text, (layer, head, snapshot), notes, message, image = (
         box.children[0],
         box.children[1].children,
         *box.children[2:],
     )
     first = bytes(image.value)
-    assert first.startswith(b"\x89PNG") and message.value == ""
+    assert first.startswith(b"\x89PNG") and message.value == notes.value == ""
     layer.value, head.value = 1, 3
     text.value = "a bad plot"
     assert calls[-1] == {"sentence": "a bad plot", "layer": 1, "head": 3, "snapshot": "final"}
@@ -187,7 +213,7 @@ def test_the_widgets_call_the_explorer_on_every_change(explorer, monkeypatch):
 
 def test_an_unexpected_error_in_the_widgets_is_shown_with_its_type(explorer, monkeypatch):
     box = ae.explore(explorer, SENTENCE, widgets=True)
-    text, message, image = box.children[0], box.children[2], box.children[3]
+    text, message, image = box.children[0], box.children[3], box.children[4]
     shown = bytes(image.value)
 
     def broken(**_):
@@ -295,6 +321,22 @@ def test_a_progressive_run_gives_every_stage_snapshot_in_training_order(runs):
     assert (explorer.seq_length, explorer.layer_map) == (None, (0, 1))
     view = explorer.view("the film", 1, 0, "no AT: after PD")
     assert view["tokens"] == ["[CLS]", "the", "film", "[SEP]"] and view["layer_kl"].shape == (2,)
+
+
+def test_an_unfinished_ablation_gives_a_note_not_its_snapshots(runs, tmp_path, capsys):
+    root, kernels = runs
+    shutil.copytree(root / "no_at", tmp_path / "no_at")
+    for f in (tmp_path / "no_at").glob(ae.WEIGHTS_PREFIX + "*"):
+        f.unlink()  # killed before its final student was saved
+    for ablation in (tmp_path / "no_at", tmp_path / "never_ran"):
+        explorer = ae.AttentionExplorer.from_runs(root / "teacher", root / "pkt", ablation)
+        assert not [name for name in explorer.snapshots if name.startswith("no AT")]
+        (note,) = explorer.notes
+        assert ablation.name in note and "reproduce --steps ablation_pd_fmt" in note
+        plt.close(ae.explore(explorer, "the film", widgets=False))
+        assert note in capsys.readouterr().out
+    reference = ae.AttentionExplorer.from_runs(root / "teacher", root / "pkt").reference
+    np.testing.assert_array_equal(_query_kernel(reference), kernels["PKT: before stage layer_0"])
 
 
 def test_missing_or_wrong_run_directories_are_named(runs, tmp_path):

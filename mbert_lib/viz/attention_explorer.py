@@ -31,7 +31,7 @@ import seaborn as sns
 import tensorflow as tf
 from matplotlib.ticker import MaxNLocator
 
-from mbert_lib.checkpoints import load_pretrainer
+from mbert_lib.checkpoints import WEIGHTS_PREFIX, load_pretrainer
 from mbert_lib.data import load_tokenizer
 from mbert_lib.distill import analysis
 from mbert_lib.distill.experiment import teacher_layer_map
@@ -94,13 +94,15 @@ def attention_view(
     head: int,
     layer_map: Sequence[int] | None = None,
     seq_length: int | None = None,
+    reference=None,
 ) -> dict:
     """The numbers behind one explorer view (numpy, padding removed).
 
     teacher / student: Pretrainers or encoders with equal head counts; layer: student
     layer l, compared with teacher layer layer_map[l] (default l). Returns tokens
     (list of T str), teacher_probs / student_probs [T, T], row_kl [T], layer_kl [L],
-    and layer, teacher_layer, head.
+    and layer, teacher_layer, head; with a `reference` student of the same shape (the
+    untrained one) also reference_layer_kl [L], its KL per layer on the same sentence.
     """
     layers, heads = _config(student).num_hidden_layers, _config(student).num_attention_heads
     layer_map = tuple(range(layers)) if layer_map is None else tuple(layer_map)
@@ -113,7 +115,12 @@ def attention_view(
     t_probs = t_probs[np.array(layer_map)][:, :, real][..., real]  # [L, N, T, T]
     s_probs = s_probs[:, :, real][..., real]
     kl = row_kl(t_probs, s_probs)  # [L, N, T]
+    extra = {}
+    if reference is not None:
+        r_probs = analysis.encode(reference, batch)["attention_scores"][:, 0][:, :, real][..., real]
+        extra["reference_layer_kl"] = row_kl(t_probs, r_probs).mean((1, 2))
     return {
+        **extra,
         "tokens": tokens,
         "teacher_probs": t_probs[layer, head],
         "student_probs": s_probs[layer, head],
@@ -175,8 +182,23 @@ def draw(view: Mapping, title: str | None = None, path=None):
     per_layer = fig.add_subplot(grid[1, :])
     kl = np.asarray(view["layer_kl"])
     colors = [style.OURS if k == view["layer"] else style.GREY for k in range(len(kl))]
-    bars = per_layer.bar(np.arange(len(kl)), kl, width=0.6, color=colors)
+    bars = per_layer.bar(
+        np.arange(len(kl)), kl, width=0.6, color=colors, label=view.get("snapshot")
+    )
     per_layer.bar_label(bars, fmt="%.3g", fontsize=10)
+    if "reference_layer_kl" in view:
+        reference = np.asarray(view["reference_layer_kl"])
+        per_layer.hlines(
+            reference,
+            np.arange(len(kl)) - 0.4,
+            np.arange(len(kl)) + 0.4,
+            colors="black",
+            linestyles="--",
+            linewidth=2,
+            label="untrained student",
+        )
+        per_layer.set_ylim(0, 1.25 * max(kl.max(), reference.max()))
+        per_layer.legend(fontsize=10, loc="upper left")
     per_layer.margins(y=0.2)
     per_layer.set_xticks(np.arange(len(kl)), [f"layer {k}" for k in range(len(kl))], fontsize=11)
     per_layer.set_ylabel("mean KL", fontsize=11)
@@ -199,7 +221,10 @@ class AttentionExplorer:
     identity). seq_length: pad every sentence with [PAD] to this length, as training
     batches are (None: no padding, as notebook 05). The maps differ slightly between the
     two: the trigram embedding shows the last real token its right neighbour, the [PAD]
-    embedding when padded and zeros when not.
+    embedding when padded and zeros when not. reference: a student of the same shape
+    whose per-layer KL every view shows beside the snapshot's (the untrained student).
+    notes: lines the explorer shows above its figure (what is missing and how to make
+    it).
     """
 
     def __init__(
@@ -209,10 +234,14 @@ class AttentionExplorer:
         tokenizer,
         layer_map: Sequence[int] | None = None,
         seq_length: int | None = None,
+        reference=None,
+        notes: Sequence[str] = (),
     ):
         if not snapshots:
             raise ValueError("snapshots is empty: name at least one student")
         configs = {name: _config(model) for name, model in snapshots.items()}
+        if reference is not None:
+            configs["reference (the untrained student)"] = _config(reference)
         first = next(iter(configs.values()))
         shape = (first.num_hidden_layers, first.num_attention_heads)
         for name, c in configs.items():
@@ -239,26 +268,25 @@ class AttentionExplorer:
             )
         self.teacher, self.snapshots, self.tokenizer = teacher, dict(snapshots), tokenizer
         self.num_layers, self.num_heads, self.seq_length = shape[0], shape[1], seq_length
+        self.reference, self.notes = reference, tuple(notes)
 
     @classmethod
     def from_runs(
         cls, teacher_dir, pkt_dir, ablation_dir=None, seq_length: int | None = None
     ) -> AttentionExplorer:
-        """The teacher, every snapshot of the progressive run in pkt_dir and, optionally, the
-        finished student of a run without attention transfer (ablation_dir).
+        """The teacher, every snapshot of the progressive run in pkt_dir and, once it has
+        finished, the run without attention transfer in ablation_dir.
 
         Snapshots: "PKT: before stage layer_k" / "PKT: after stage layer_k" for every
         layer-wise stage (before stage k is after stage k − 1), "PKT: after PD" (the
-        finished student), and the same for the ablation ("no AT: ..."). The tokenizer is
-        the run's (its vocab.txt).
+        finished student), and the same for the ablation ("no AT: ..."). An ablation_dir
+        without a finished run adds a note instead of its snapshots. The reference is the
+        PKT run's initial student (before any stage). The tokenizer is the run's (its
+        vocab.txt).
         """
 
-        for name, directory in [
-            ("teacher_dir", teacher_dir),
-            ("pkt_dir", pkt_dir),
-            ("ablation_dir", ablation_dir),
-        ]:
-            if directory is not None and not os.path.isdir(directory):
+        for name, directory in [("teacher_dir", teacher_dir), ("pkt_dir", pkt_dir)]:
+            if not os.path.isdir(directory):
                 raise FileNotFoundError(
                     f"{name} {os.fspath(directory)!r} is not a directory "
                     "(has the pipeline step run?)"
@@ -269,6 +297,13 @@ class AttentionExplorer:
                 f"{pkt_dir}: the explorer's stage snapshots need a progressive "
                 f"run, this one is {experiment.distillation.strategy!r}"
             )
+        notes = []
+        if ablation_dir is not None and not _finished(ablation_dir):
+            notes.append(
+                f"The no-AT snapshots appear once {os.path.basename(os.fspath(ablation_dir))!r}"
+                " has finished: python -m mbert_lib reproduce --steps ablation_pd_fmt"
+            )
+            ablation_dir = None
         ablation = read_run(ablation_dir) if ablation_dir is not None else None
         if ablation is not None and any(s.use_attention and s.layer_wise for s in ablation[1]):
             raise ValueError(
@@ -288,7 +323,10 @@ class AttentionExplorer:
             snapshots.update(
                 _run_snapshots("no AT", ablation_dir, no_at_stages, no_at.student.build_config())
             )
-        return cls(teacher, snapshots, load_tokenizer(pkt_dir), layer_map, seq_length)
+        reference = load_stage_student(pkt_dir, None, config)
+        return cls(
+            teacher, snapshots, load_tokenizer(pkt_dir), layer_map, seq_length, reference, notes
+        )
 
     def view(self, sentence: str, layer: int, head: int, snapshot: str) -> dict:
         """`attention_view` for the named snapshot, plus its name under "snapshot"."""
@@ -304,6 +342,7 @@ class AttentionExplorer:
                 head,
                 self.layer_map,
                 self.seq_length,
+                self.reference,
             ),
             "snapshot": snapshot,
         }
@@ -316,6 +355,11 @@ class AttentionExplorer:
             title=f"{snapshot} · student layer {layer} vs teacher layer "
             f"{view['teacher_layer']} · head {head}",
         )
+
+
+def _finished(run_dir) -> bool:
+    """Whether a distillation run in run_dir has saved its finished student."""
+    return os.path.exists(os.path.join(os.fspath(run_dir), WEIGHTS_PREFIX + ".index"))
 
 
 def _run_snapshots(label: str, run_dir, stages, config) -> dict:
@@ -370,6 +414,8 @@ def explore(
     """
     snapshot = next(iter(explorer.snapshots)) if snapshot is None else snapshot
     if not (widgets_available() if widgets is None else widgets):
+        for note in explorer.notes:
+            print(note)
         return explorer.update(sentence, layer, head, snapshot)[1]
     import ipywidgets as w  # on use: the notebook front end, only where a widget is drawn
 
@@ -402,6 +448,7 @@ def explore(
         ),
     }
     image, message = w.Image(format="png"), w.HTML()
+    notes = w.HTML("<br>".join(html.escape(note) for note in explorer.notes))
 
     def redraw(_=None):
         try:
@@ -422,6 +469,7 @@ def explore(
         [
             controls["sentence"],
             w.HBox([controls["layer"], controls["head"], controls["snapshot"]]),
+            notes,
             message,
             image,
         ]
