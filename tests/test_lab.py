@@ -6,13 +6,17 @@ import shutil
 
 import numpy as np
 import pytest
+import tensorflow as tf
+import tf_keras
 
-from mbert_lib.lab.data import LabExamples
+from mbert_lib.distill import losses
+from mbert_lib.lab import recipes
+from mbert_lib.lab.data import MODEL_INPUTS, LabExamples, make_examples
 from mbert_lib.lab.loop import StageSchedule
 from mbert_lib.lab.measure import rule_attention_mass
 from mbert_lib.lab.recipes import AT_VARIANTS, VARIANTS
-from mbert_lib.lab.run import run_lab, settings_fingerprint
-from mbert_lib.lab.settings import lab_settings
+from mbert_lib.lab.run import built_model, run_lab, settings_fingerprint
+from mbert_lib.lab.settings import lab_settings, student_config, teacher_config
 from mbert_lib.pipeline.steps_lab import FAST_LAB, fast_lab_dir
 
 TINY = FAST_LAB
@@ -38,6 +42,67 @@ def test_rule_attention_mass_averages_the_probability_on_the_rule_target():
     mass = rule_attention_mass([probs, 2 * probs], LabExamples(arrays, "x"))
     by_hand = [(probs[0, h, 4, 2] + probs[2, h, 5, 1] + probs[2, h, 3, 0]) / 3 for h in (0, 1)]
     np.testing.assert_allclose(mass, [by_hand, 2 * np.array(by_hand)], rtol=1e-6)
+
+
+def _one_batch():
+    """A tiny student, and one batch with the tiny teacher's targets (as the lab makes)."""
+    settings = lab_settings(TINY)
+    train = make_examples(settings, "train")
+    teacher = built_model(teacher_config(settings), settings.task.seq_length)
+    tf_keras.utils.set_random_seed(3)
+    student = built_model(student_config(settings), settings.task.seq_length)
+    batch = {k: v[:6] for k, v in train.arrays.items()}
+    return student, {**batch, **recipes.teacher_targets(teacher, batch, settings.num_layers)}
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_each_recipes_weighted_losses_equal_the_paper_terms_computed_directly(variant):
+    """The weight-driven losses (one compiled step for every recipe) against the paper's
+    terms assembled in plain Python from `losses`, as each recipe names them."""
+    student, batch = _one_batch()
+    recipe = recipes.RECIPES[variant]
+    out = student({k: batch[k] for k in MODEL_INPUTS}, training=True)
+    pd = losses.pretraining_distillation(
+        out["mlm_logits"],
+        batch["teacher/mlm_logits"] if recipe.distill else None,
+        batch["masked_lm_ids"],
+        batch["masked_lm_weights"],
+        out["nsp_logits"],
+        batch["next_sentence_labels"],
+        alpha=0.5 if recipe.distill else 1.0,
+    )["loss"]
+
+    def at(layer, probs):
+        return losses.attention_transfer(
+            batch[f"teacher/attention_{layer}"], probs, batch["input_mask"]
+        )
+
+    if recipe.final_at:
+        pd += sum(at(l, p) for l, p in enumerate(out["attention_scores"]))
+    weights = {k: tf.constant(v) for k, v in recipe.final_weights().items()}
+    got = recipes.final_loss(student)(batch, weights)
+    np.testing.assert_allclose(float(got), float(pd), rtol=1e-5)
+    for layer in (0, 1):
+        want = 0.0
+        if "fmt" in recipe.layer_terms:
+            want += losses.feature_map_transfer(
+                batch[f"teacher/features_{layer}"],
+                out["encoder_outputs"][layer],
+                batch["input_mask"],
+            )["fmt"]
+        if "at" in recipe.layer_terms:
+            want += at(layer, out["attention_scores"][layer])
+        weights = {k: tf.constant(v) for k, v in recipe.layer_weights().items()}
+        got = recipes.layer_loss(student, layer)(batch, weights)
+        np.testing.assert_allclose(float(got), float(want), rtol=1e-5, atol=1e-7)
+
+
+def test_a_term_left_out_is_not_computed_so_an_infinite_one_gives_no_nan():
+    with tf.GradientTape() as tape:
+        x = tf.Variable(0.0)
+        tape.watch(x)
+        loss = recipes._term(tf.constant(0.0), lambda: tf.math.xlogy(1.0, x)) + x  # log 0
+    assert float(loss) == 0.0 and float(tape.gradient(loss, x)) == 1.0
 
 
 @pytest.mark.parametrize(

@@ -5,8 +5,11 @@ first 10 % of its steps and a linear decay to 1 % of the peak. Without the warm-
 teacher does not leave the induction task's plateau (2,000 steps at chance).
 
 One `StageRunner` serves every student of a lab: its optimizer and compiled steps are
-made once and reset between runs (`reset`), so each run costs its updates, not a new
-trace.
+made once and reset between runs (`reset`), and a stage's loss weights are inputs of its
+step, so each run costs its updates, not a new trace. The steps are compiled with XLA
+(`jit_compile`): the lab's models are so small that a step's time is mostly the overhead
+of its many small ops, which XLA fuses; compiling costs seconds per step function, more
+than a run of a few steps saves (the tests' tiny lab turns it off).
 """
 
 from __future__ import annotations
@@ -38,13 +41,14 @@ class StageSchedule(tf_keras.optimizers.schedules.LearningRateSchedule):
 
 
 class StageRunner:
-    """Runs stages of `loss_fn(batch) -> scalar` on a model's variables.
+    """Runs stages of `loss_fn(batch, weights) -> scalar` on a model's variables.
 
-    `model` must be built. Steps are compiled once per stage kind (`key`).
+    `model` must be built. Steps are compiled once per `key`; `weights` (a dict of floats)
+    are passed as tensors, so stages that differ only in their weights share a step.
     """
 
-    def __init__(self, model: tf_keras.Model):
-        self.model = model
+    def __init__(self, model: tf_keras.Model, jit_compile: bool = True):
+        self.model, self.jit_compile = model, jit_compile
         self.schedule = StageSchedule()
         self.optimizer = tf_keras.optimizers.Adam(self.schedule, clipnorm=CLIP_NORM)
         self.optimizer.build(model.trainable_variables)
@@ -59,10 +63,10 @@ class StageRunner:
         if key not in self._steps:
             variables = self.model.trainable_variables if variables is None else variables
 
-            @tf.function
-            def step(batch):
+            @tf.function(jit_compile=self.jit_compile)
+            def step(batch, weights):
                 with tf.GradientTape() as tape:
-                    loss = loss_fn(batch)
+                    loss = loss_fn(batch, weights)
                 grads = tape.gradient(loss, variables)
                 self.optimizer.apply_gradients(
                     [(g, v) for g, v in zip(grads, variables) if g is not None]
@@ -81,9 +85,11 @@ class StageRunner:
         learning_rate: float,
         after_step: Callable[[int], None] | None = None,
         variables: list | None = None,
+        weights: dict[str, float] | None = None,
     ) -> float:
         """`steps` updates from a fresh schedule; after_step(i) after the i-th (1-based).
-        `variables`: those the stage trains (default: all the model's trainable ones).
+        `variables`: those the stage trains (default: all the model's trainable ones);
+        `weights`: the loss's weights (default none).
 
         Raises FloatingPointError naming the stage when the loss is not finite.
         """
@@ -91,9 +97,10 @@ class StageRunner:
         self.schedule.peak.assign(learning_rate)
         self.schedule.steps.assign(float(steps))
         step = self._compiled(key, loss_fn, variables)
+        weights = {k: tf.constant(v, tf.float32) for k, v in (weights or {}).items()}
         loss = tf.constant(0.0)
         for i in range(1, steps + 1):
-            loss = step(next(batches))
+            loss = step(next(batches), weights)
             if after_step is not None:
                 after_step(i)
         value = float(loss)

@@ -19,8 +19,10 @@ fell below the copy-only one).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 import numpy as np
+import tensorflow as tf
 
 from mbert_lib.distill import losses
 from mbert_lib.distill.plan import variable_groups
@@ -36,6 +38,15 @@ class Recipe:
     layer_terms: tuple[str, ...]  # "fmt", "at" in each layer's stage; () none
     distill: bool  # the final stage's KD term
     final_at: bool  # AT of every layer in the final stage
+
+    def layer_weights(self) -> dict[str, float]:
+        """Each layer stage's loss weights: FMT_l and AT_l (1 or 0)."""
+        return {term: float(term in self.layer_terms) for term in ("fmt", "at")}
+
+    def final_weights(self) -> dict[str, float]:
+        """The final stage's: α·MLM + (1 − α)·KD, α = 1/2 with KD and 1 without; AT."""
+        alpha = 0.5 if self.distill else 1.0
+        return {"mlm": alpha, "kd": 1.0 - alpha, "at": float(self.final_at)}
 
 
 RECIPES = {
@@ -70,59 +81,82 @@ def teacher_targets(teacher, arrays: dict, num_layers: int, batch_size: int = 50
     return {k: np.concatenate(v) for k, v in parts.items()}
 
 
-def layer_loss(student, layer: int, terms: tuple[str, ...]):
-    """batch -> FMT and/or AT between the teacher's block `layer` (read from the batch,
-    `teacher_targets`) and the student's."""
+def _term(weight, value: Callable[[], tf.Tensor]) -> tf.Tensor:
+    """weight · value(), and 0 without computing value() when the weight is 0: a term a
+    recipe leaves out can be infinite (an attention probability the student never
+    trained can round to 0 inside AT's log), and 0 · inf would be NaN."""
+    return tf.cond(weight > 0, lambda: weight * value(), lambda: tf.constant(0.0))
 
-    def loss(batch):
+
+def layer_loss(student, layer: int):
+    """(batch, weights) -> weights["fmt"]·FMT_l + weights["at"]·AT_l between the teacher's
+    block `layer` (read from the batch, `teacher_targets`) and the student's. The weights
+    are tensors, so one compiled step serves every recipe's stage of that layer."""
+
+    def loss(batch, weights):
         s_out = student(_inputs(batch), training=True)
-        total = 0.0
-        if "fmt" in terms:
-            total += losses.feature_map_transfer(
-                batch[f"teacher/features_{layer}"],
-                s_out["encoder_outputs"][layer],
-                batch["input_mask"],
-            )["fmt"]
-        if "at" in terms:
-            total += losses.attention_transfer(
-                batch[f"teacher/attention_{layer}"],
-                s_out["attention_scores"][layer],
-                batch["input_mask"],
-            )
-        return total
+        mask = batch["input_mask"]
+        fmt = _term(
+            weights["fmt"],
+            lambda: losses.feature_map_transfer(
+                batch[f"teacher/features_{layer}"], s_out["encoder_outputs"][layer], mask
+            )["fmt"],
+        )
+        at = _term(
+            weights["at"],
+            lambda: losses.attention_transfer(
+                batch[f"teacher/attention_{layer}"], s_out["attention_scores"][layer], mask
+            ),
+        )
+        return fmt + at
 
     return loss
 
 
-def final_loss(student, recipe: Recipe):
-    """batch -> the final stage's loss: MLM + NSP, with KD and AT as the recipe says."""
+def final_loss(student):
+    """(batch, weights) -> the final stage's loss: weights["mlm"]·MLM + weights["kd"]·KD
+    + NSP + weights["at"]·Σ_l AT_l (`Recipe.final_weights`)."""
 
-    def loss(batch):
+    def loss(batch, weights):
         s_out = student(_inputs(batch), training=True)
-        terms = losses.pretraining_distillation(
+        labels = (batch["masked_lm_ids"], batch["masked_lm_weights"])
+        mlm_nsp = losses.pretraining_distillation(
             s_out["mlm_logits"],
-            batch["teacher/mlm_logits"] if recipe.distill else None,
-            batch["masked_lm_ids"],
-            batch["masked_lm_weights"],
+            None,
+            *labels,
             s_out["nsp_logits"],
             batch["next_sentence_labels"],
-            alpha=0.5 if recipe.distill else 1.0,
+            alpha=1.0,
         )
-        total = terms["loss"]
-        if recipe.final_at:
-            for layer, s_probs in enumerate(s_out["attention_scores"]):
-                total += losses.attention_transfer(
-                    batch[f"teacher/attention_{layer}"], s_probs, batch["input_mask"]
-                )
-        return total
+        kd = _term(
+            weights["kd"],
+            lambda: losses.masked_lm_cross_entropy(
+                s_out["mlm_logits"],
+                tf.nn.softmax(batch["teacher/mlm_logits"], -1),
+                batch["masked_lm_weights"],
+            ),
+        )
+        at = _term(
+            weights["at"],
+            lambda: tf.add_n(
+                [
+                    losses.attention_transfer(
+                        batch[f"teacher/attention_{layer}"], s_probs, batch["input_mask"]
+                    )
+                    for layer, s_probs in enumerate(s_out["attention_scores"])
+                ]
+            ),
+        )
+        return weights["mlm"] * mlm_nsp["mlm"] + mlm_nsp["nsp"] + kd + at
 
     return loss
 
 
 def mlm_loss(model):
-    """batch -> MLM + NSP of `model` alone (the teacher's pre-training)."""
+    """(batch, weights) -> MLM + NSP of `model` alone (the teacher's pre-training; no
+    weights)."""
 
-    def loss(batch):
+    def loss(batch, weights):
         out = model(_inputs(batch), training=True)
         return losses.pretraining_distillation(
             out["mlm_logits"],
@@ -142,7 +176,6 @@ def stage_variables(student, layer: int | None) -> list | None:
     return None if layer is None else variable_groups(student)[f"block_{layer}"]
 
 
-def stage_key(recipe: Recipe, layer: int | None) -> str:
-    if layer is not None:
-        return f"layer{layer}:{'+'.join(recipe.layer_terms)}"
-    return f"final:kd={recipe.distill}:at={recipe.final_at}"
+def stage_key(layer: int | None) -> str:
+    """The compiled step a stage runs: one per layer, one for the final stage."""
+    return "final" if layer is None else f"layer{layer}"

@@ -53,7 +53,8 @@ def settings_fingerprint(settings: LabSettings, teacher_only: bool = False) -> s
     return hashlib.sha256(json.dumps(values, sort_keys=True).encode()).hexdigest()
 
 
-def _built(config, seq_length: int):
+def built_model(config, seq_length: int):
+    """A Pretrainer of `config`, built on a dummy batch of `seq_length`."""
     model = build_pretrainer(config)
     model(dummy_inputs(2, seq_length))
     return model
@@ -94,7 +95,7 @@ class _Curve:
 def train_teacher(settings, train, dev, work: Path, fingerprint: str, log) -> tuple:
     """(teacher pretrainer, its record, read back?): pre-trained on the task, or read back."""
     tf_keras.utils.set_random_seed(settings.data_seed)
-    teacher = _built(teacher_config(settings), settings.task.seq_length)
+    teacher = built_model(teacher_config(settings), settings.task.seq_length)
     record = _read(work / "teacher.json", fingerprint)
     weights = work / TEACHER_WEIGHTS
     if record is not None and weights.is_file():
@@ -104,7 +105,7 @@ def train_teacher(settings, train, dev, work: Path, fingerprint: str, log) -> tu
         return teacher, record, True
     start = time.perf_counter()
     curve = _Curve(teacher, dev, settings, enabled=True)
-    StageRunner(teacher).run_stage(
+    StageRunner(teacher, settings.jit_compile).run_stage(
         "teacher",
         recipes.mlm_loss(teacher),
         train.batches(settings.batch_size, 0),
@@ -130,11 +131,27 @@ def train_teacher(settings, train, dev, work: Path, fingerprint: str, log) -> tu
     return teacher, record, False
 
 
+# A student's initialisation per (teacher-only settings fingerprint, seed): every variant
+# of a seed starts from the same weights, built once in a process.
+_INITIAL: dict[tuple[str, int], list[np.ndarray]] = {}
+
+
+def initial_weights(settings: LabSettings, seed: int) -> list[np.ndarray]:
+    """The weights every student of `seed` starts from."""
+    key = (settings_fingerprint(settings, teacher_only=True), seed)
+    if key not in _INITIAL:
+        tf_keras.utils.set_random_seed(1000 + seed)
+        _INITIAL[key] = built_model(
+            student_config(settings), settings.task.seq_length
+        ).get_weights()
+    return _INITIAL[key]
+
+
 def train_student(variant, seed, teacher, student, runner, settings, train, dev) -> dict:
-    """One student of `variant` from seed `seed`'s initialisation: its record."""
+    """One student of `variant` from seed `seed`'s initialisation: its record.
+    `student` is a built model whose weights are replaced."""
     recipe = recipes.RECIPES[variant]
-    tf_keras.utils.set_random_seed(1000 + seed)
-    student.set_weights(_built(student_config(settings), settings.task.seq_length).get_weights())
+    student.set_weights(initial_weights(settings, seed))
     if recipe.copy:
         copy_from_teacher(teacher, student)
     runner.reset()
@@ -142,23 +159,24 @@ def train_student(variant, seed, teacher, student, runner, settings, train, dev)
     batches = train.batches(settings.batch_size, 1000 + seed)
     curve = _Curve(student, dev, settings, enabled=seed == 0)
     stages = [
-        (layer, recipes.layer_loss(student, layer, recipe.layer_terms))
+        (layer, recipes.layer_loss(student, layer), recipe.layer_weights())
         for layer in range(settings.num_layers)
         if recipe.layer_terms
     ]
     final_steps = settings.student_steps - settings.layer_steps * len(stages)
-    stages.append((None, recipes.final_loss(student, recipe)))
+    stages.append((None, recipes.final_loss(student), recipe.final_weights()))
     start = time.perf_counter()
-    for layer, loss_fn in stages:
+    for layer, loss_fn, weights in stages:
         steps = settings.layer_steps if layer is not None else final_steps
         runner.run_stage(
-            recipes.stage_key(recipe, layer),
+            recipes.stage_key(layer),
             loss_fn,
             batches,
             steps,
             settings.student_learning_rate,
             curve,
             recipes.stage_variables(student, layer),
+            weights,
         )
         curve.offset += steps
     return {
@@ -254,8 +272,8 @@ def run_lab(settings: LabSettings, out_dir, log: Callable[[str], None] = print) 
             **recipes.teacher_targets(teacher, train.arrays, settings.num_layers),
         },
     )
-    student = _built(student_config(settings), settings.task.seq_length)
-    runner = StageRunner(student)
+    student = built_model(student_config(settings), settings.task.seq_length)
+    runner = StageRunner(student, settings.jit_compile)
     students: dict[str, dict[int, dict]] = {}
     for variant in recipes.VARIANTS:
         for seed in range(settings.seeds):

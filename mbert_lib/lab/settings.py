@@ -42,6 +42,7 @@ class LabSettings:
     seeds: int = 3
     curve_interval: int = 50  # steps between points of the training curves (seed 0)
     curve_examples: int = 256  # dev examples each curve point is measured on
+    jit_compile: bool = True  # XLA for the training steps (`mbert_lib.lab.loop`)
 
     def __post_init__(self):
         check_positive(

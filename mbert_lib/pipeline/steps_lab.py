@@ -33,6 +33,7 @@ FAST_LAB = {
     "seeds": 2,
     "curve_interval": 4,
     "curve_examples": 20,
+    "jit_compile": False,  # compiling costs more than 8 steps save
 }
 
 
