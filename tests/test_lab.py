@@ -9,15 +9,17 @@ import pytest
 import tensorflow as tf
 import tf_keras
 
+from mbert_lib.data.structured_task import symbol
 from mbert_lib.distill import losses
 from mbert_lib.lab import recipes
 from mbert_lib.lab.data import MODEL_INPUTS, LabExamples, make_examples
 from mbert_lib.lab.loop import StageSchedule
-from mbert_lib.lab.measure import rule_attention_mass
-from mbert_lib.lab.recipes import AT_VARIANTS, VARIANTS
-from mbert_lib.lab.run import built_model, run_lab, settings_fingerprint
+from mbert_lib.lab.measure import evaluate, rule_attention_mass
+from mbert_lib.lab.recipes import AT_VARIANTS, LABELS, VARIANTS
+from mbert_lib.lab.run import built_model, lab_models, run_lab, settings_fingerprint
 from mbert_lib.lab.settings import lab_settings, student_config, teacher_config
 from mbert_lib.pipeline.steps_lab import FAST_LAB, fast_lab_dir
+from mbert_lib.viz.attention_explorer import AttentionExplorer
 
 TINY = FAST_LAB
 
@@ -152,6 +154,24 @@ def test_a_tiny_lab_writes_paired_seeds_and_resumes(tmp_path):
         settings_fingerprint(settings),
         settings_fingerprint(settings, teacher_only=True),
     }
+    # the kept weights give back each record's numbers
+    read, models = lab_models(fast_lab_dir(), seed=1)
+    assert read == settings
+    dev = make_examples(settings, "dev")
+    for variant in VARIANTS:
+        got = evaluate(models[variant], dev)
+        assert got["structured_accuracy"] == summary["students"][variant][1], variant
+    before = evaluate(models["before transfer"], dev)["rule_attention_mass"][layer][head]
+    assert before == summary["rule_attention_mass"]["before_transfer"][1]
+    explorer = AttentionExplorer.from_lab(fast_lab_dir(), seed=1)  # the explorer opens it
+    assert list(explorer.snapshots) == ["before transfer", *(LABELS[v] for v in VARIANTS)]
+    for a, b in zip(explorer.snapshots["AT only"].weights, models["at_only"].weights):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    sentence = " ".join(symbol(i) for i in (3, 1, 4, 3, 1, 4, 3))
+    view = explorer.view(sentence, layer, head, "AT only")
+    assert view["tokens"][1:-1] == sentence.split() and "reference_layer_kl" in view
+    with pytest.raises(ValueError, match="seed must be in 0..1"):
+        lab_models(fast_lab_dir(), seed=2)
     students = lab_settings({**TINY, "student_steps": 10})
     assert settings_fingerprint(students) != settings_fingerprint(settings)
     assert settings_fingerprint(students, True) == settings_fingerprint(settings, True)

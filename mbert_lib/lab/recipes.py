@@ -30,6 +30,13 @@ from mbert_lib.lab.data import MODEL_INPUTS
 
 VARIANTS = ("pkt", "fmt_only", "at_only", "copy_only", "no_transfer")
 AT_VARIANTS = ("pkt", "at_only")
+LABELS = {
+    "pkt": "PKT",
+    "fmt_only": "FMT only",
+    "at_only": "AT only",
+    "copy_only": "copy only",
+    "no_transfer": "no transfer",
+}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,8 +1,8 @@
 """The lab from start to finish: teacher, five students × seeds, `attention_lab.json`.
 
-Each finished model leaves a small record under `<out>/attention_lab/` (the teacher
-also its weights), so a killed lab resumes with the next student; a record made with
-other settings is trained again.
+Each finished model leaves a small record and its weights under `<out>/attention_lab/`,
+so a killed lab resumes with the next student; a record made with other settings is
+trained again. `lab_models` reads the models back (for the maps and the explorer).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from mbert_lib.lab import recipes
 from mbert_lib.lab.data import LabExamples, make_examples
 from mbert_lib.lab.loop import StageRunner
 from mbert_lib.lab.measure import evaluate
-from mbert_lib.lab.settings import LabSettings, student_config, teacher_config
+from mbert_lib.lab.settings import LabSettings, lab_settings, student_config, teacher_config
 from mbert_lib.models import build_pretrainer, dummy_inputs
 from mbert_lib.paired import paired_difference
 
@@ -71,6 +71,24 @@ def _write(path: Path, record: dict) -> None:
     atomic.write_text(path, strict_json.dumps(record, indent=1) + "\n")
 
 
+def write_weights(path: Path, model) -> None:
+    """model.get_weights() in order, as w0, w1, ... in an .npz (written atomically)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic.atomic_path(path) as tmp, open(tmp, "wb") as f:
+        np.savez(f, **{f"w{i}": w for i, w in enumerate(model.get_weights())})
+
+
+def read_weights(path: Path) -> list[np.ndarray]:
+    with np.load(path) as stored:
+        return [stored[f"w{i}"] for i in range(len(stored.files))]
+
+
+def student_paths(work: Path, variant: str, seed: int) -> tuple[Path, Path]:
+    """(record .json, weights .npz) of one finished student."""
+    stem = work / "students" / f"{variant}-seed{seed}"
+    return stem.with_suffix(".json"), stem.with_suffix(".npz")
+
+
 class _Curve:
     """Structured accuracy on the first `curve_examples` dev examples at step 0 and every
     `curve_interval` steps of a model's whole training (across its stages)."""
@@ -99,8 +117,7 @@ def train_teacher(settings, train, dev, work: Path, fingerprint: str, log) -> tu
     record = _read(work / "teacher.json", fingerprint)
     weights = work / TEACHER_WEIGHTS
     if record is not None and weights.is_file():
-        with np.load(weights) as stored:
-            teacher.set_weights([stored[f"w{i}"] for i in range(len(stored.files))])
+        teacher.set_weights(read_weights(weights))
         log(f"teacher: done ({record['structured_accuracy']:.1%} structured), read back")
         return teacher, record, True
     start = time.perf_counter()
@@ -120,9 +137,7 @@ def train_teacher(settings, train, dev, work: Path, fingerprint: str, log) -> tu
         "seconds": round(time.perf_counter() - start, 1),
         "curve": curve.points,
     }
-    work.mkdir(parents=True, exist_ok=True)
-    with atomic.atomic_path(weights) as tmp, open(tmp, "wb") as f:
-        np.savez(f, **{f"w{i}": w for i, w in enumerate(teacher.get_weights())})
+    write_weights(weights, teacher)
     _write(work / "teacher.json", record)
     log(
         f"teacher: {record['structured_accuracy']:.1%} structured after "
@@ -277,14 +292,15 @@ def run_lab(settings: LabSettings, out_dir, log: Callable[[str], None] = print) 
     students: dict[str, dict[int, dict]] = {}
     for variant in recipes.VARIANTS:
         for seed in range(settings.seeds):
-            path = work / "students" / f"{variant}-seed{seed}.json"
-            record = _read(path, fingerprint)
+            path, weights = student_paths(work, variant, seed)
+            record = _read(path, fingerprint) if weights.is_file() else None
             resumed = resumed or record is not None
             if record is None:
                 record = {
                     "fingerprint": fingerprint,
                     **train_student(variant, seed, teacher, student, runner, settings, train, dev),
                 }
+                write_weights(weights, student)  # before the record that marks it done
                 _write(path, record)
             students.setdefault(variant, {})[seed] = record
             log(
@@ -301,3 +317,34 @@ def run_lab(settings: LabSettings, out_dir, log: Callable[[str], None] = print) 
     )
     _write(out_dir / RESULT_FILE, summary)
     return summary
+
+
+def lab_models(out_dir, seed: int = 0) -> tuple[LabSettings, dict]:
+    """(settings, models) of a finished lab in out_dir: "teacher", "before transfer" (seed
+    `seed`'s initial student with the teacher's embedding and MLM head copied, as every
+    copying student starts) and each variant's finished student of that seed, by name
+    in VARIANTS order. Raises FileNotFoundError naming what is missing."""
+    out_dir = Path(out_dir)
+    result = out_dir / RESULT_FILE
+    if not result.is_file():
+        raise FileNotFoundError(
+            f"{result} does not exist: run python -m mbert_lib reproduce --preset "
+            f"attention_lab --out {out_dir}"
+        )
+    settings = lab_settings(json.loads(result.read_text(encoding="utf-8"))["settings"])
+    if not 0 <= seed < settings.seeds:
+        raise ValueError(f"seed must be in 0..{settings.seeds - 1}, got {seed}")
+    work, seq_length = out_dir / WORK_DIR, settings.task.seq_length
+    teacher = built_model(teacher_config(settings), seq_length)
+    teacher.set_weights(read_weights(work / TEACHER_WEIGHTS))
+    before = built_model(student_config(settings), seq_length)
+    before.set_weights(initial_weights(settings, seed))
+    copy_from_teacher(teacher, before)
+    models = {"teacher": teacher, "before transfer": before}
+    for variant in recipes.VARIANTS:
+        weights = student_paths(work, variant, seed)[1]
+        if not weights.is_file():
+            raise FileNotFoundError(f"{weights} does not exist: the lab has not kept this student")
+        models[variant] = built_model(student_config(settings), seq_length)
+        models[variant].set_weights(read_weights(weights))
+    return settings, models

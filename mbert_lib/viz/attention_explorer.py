@@ -33,10 +33,13 @@ from matplotlib.ticker import MaxNLocator
 
 from mbert_lib.checkpoints import WEIGHTS_PREFIX, load_pretrainer
 from mbert_lib.data import load_tokenizer
+from mbert_lib.data.structured_task import task_tokenizer
 from mbert_lib.distill import analysis
 from mbert_lib.distill.experiment import teacher_layer_map
 from mbert_lib.distill.trainer import load_stage_student, read_run
 from mbert_lib.distill.transfer_summary import KL_FLOOR
+from mbert_lib.lab.recipes import LABELS
+from mbert_lib.lab.run import lab_models
 from mbert_lib.viz import style
 
 TICK_SIZE = 9  # points; token labels stay legible
@@ -327,6 +330,18 @@ class AttentionExplorer:
         return cls(
             teacher, snapshots, load_tokenizer(pkt_dir), layer_map, seq_length, reference, notes
         )
+
+    @classmethod
+    def from_lab(cls, out_dir, seed: int = 0) -> AttentionExplorer:
+        """The attention lab in out_dir (`mbert_lib.lab`): its teacher against seed `seed`'s
+        students, "before transfer" first, then PKT, AT only, FMT only, copy only and no
+        transfer; the reference is the student before transfer. Sentences are the task's
+        symbols (s000 s001 ...), padded to the task's sequence length as in training."""
+        settings, models = lab_models(out_dir, seed)
+        teacher, before = models.pop("teacher"), models["before transfer"]
+        snapshots = {LABELS.get(k, k): model for k, model in models.items()}
+        tokenizer = task_tokenizer(settings.task)
+        return cls(teacher, snapshots, tokenizer, None, settings.task.seq_length, before)
 
     def view(self, sentence: str, layer: int, head: int, snapshot: str) -> dict:
         """`attention_view` for the named snapshot, plus its name under "snapshot"."""
