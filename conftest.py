@@ -9,6 +9,9 @@ and a worker takes the next group when it has run out:
 - `fast_run_seeds`: the optional `distill_seeds` step added to that run
   (tests/test_pipeline_seeds.py); it waits for `fast_run`, and only the notebooks that
   read that step (06 and its solutions) wait for it;
+- `fast_lab`: tests/test_lab.py, which trains the tiny attention lab
+  (`mbert_lib.pipeline.steps_lab.fast_lab_dir`), then notebook 10 and its solutions,
+  which read it: one worker, in that order, so the lab trains once;
 - every other test module is a group of its own, so that its module-scoped
   fixtures (a trained model, a two-replica strategy) are built once, not once on
   each worker that gets one of its tests; each notebook is a group of one;
@@ -32,6 +35,7 @@ import pytest
 SHARED_FAST_RUN = "fast_run"
 FAST_RUN_SEEDS = "fast_run_seeds"
 SHARED_GROUPS = (SHARED_FAST_RUN, FAST_RUN_SEEDS)
+FAST_LAB = "fast_lab"
 READS_FAST_RUN = ("notebook_context(", "fast_run_dir(")
 READS_SEEDS = "distill_seeds"
 WAIT_FOR_FAST_RUN_S = 3600
@@ -59,6 +63,8 @@ def built_by(group: str = SHARED_FAST_RUN) -> Path:
 def _group(module: str) -> str:
     if module.startswith("tests/test_pipeline_smoke"):
         return SHARED_FAST_RUN
+    if module == "tests/test_lab.py" or "10_attention_lab" in module:
+        return FAST_LAB
     return FAST_RUN_SEEDS if module == "tests/test_pipeline_seeds.py" else module
 
 

@@ -29,6 +29,8 @@ def run_minutes(path: pathlib.Path) -> float | None:
 
 
 if __name__ == "__main__":
-    for path in sorted(NOTEBOOKS.glob("0*.ipynb")) + sorted(NOTEBOOKS.glob("solutions/0*.ipynb")):
+    for path in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")) + sorted(
+        NOTEBOOKS.glob("solutions/[0-9][0-9]_*.ipynb")
+    ):
         minutes = run_minutes(path)
         print(f"{path.stem:32s} " + ("no timestamps" if minutes is None else f"{minutes:.1f} min"))

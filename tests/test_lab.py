@@ -13,7 +13,7 @@ from mbert_lib.data.structured_task import symbol
 from mbert_lib.distill import losses
 from mbert_lib.lab import recipes
 from mbert_lib.lab.data import MODEL_INPUTS, LabExamples, make_examples
-from mbert_lib.lab.loop import StageSchedule
+from mbert_lib.lab.loop import StageRunner, StageSchedule
 from mbert_lib.lab.measure import evaluate, rule_attention_mass
 from mbert_lib.lab.recipes import AT_VARIANTS, LABELS, VARIANTS
 from mbert_lib.lab.run import built_model, lab_models, run_lab, settings_fingerprint
@@ -31,6 +31,57 @@ def test_the_stage_schedule_warms_up_then_decays_linearly():
     t = np.arange(0, 101)
     expected = 2e-3 * np.minimum(1, (t + 1) / 10) * (1 - 0.99 * t / 100)
     np.testing.assert_allclose([float(schedule(i)) for i in t], expected, rtol=1e-5)
+
+
+class _Linear(tf_keras.Model):
+    def __init__(self):
+        super().__init__()
+        self.dense = tf_keras.layers.Dense(1)
+
+    def call(self, x):
+        return self.dense(x)
+
+
+def test_chunked_updates_equal_one_update_per_call_in_plain_python():
+    """StageRunner's chunks (a loop inside one compiled call) against the same Adam,
+    schedule and batches stepped one by one outside tf.function."""
+    rng = np.random.default_rng(0)
+    data = {"x": rng.normal(size=(40, 3)).astype(np.float32)}
+    data["y"] = (data["x"] @ np.array([1.0, -2.0, 0.5], np.float32))[:, None]
+    order = [rng.permutation(40)[:8].astype(np.int32) for _ in range(7)]
+
+    def loss_fn(model):
+        return lambda batch, weights: (
+            weights["w"] * tf.reduce_mean(tf.square(model(batch["x"]) - batch["y"]))
+        )
+
+    tf_keras.utils.set_random_seed(1)
+    model = _Linear()
+    model(data["x"][:1])
+    start = model.get_weights()
+    runner = StageRunner(model, data, jit_compile=False)
+    seen = []
+    runner.run_stage(
+        "s", loss_fn(model), iter(order), 7, 0.1, seen.append, weights={"w": 2.0}, every=3
+    )
+    assert seen == [3, 6, 7]
+
+    plain = _Linear()
+    plain(data["x"][:1])
+    plain.set_weights(start)
+    schedule = StageSchedule()
+    schedule.peak.assign(0.1)
+    schedule.steps.assign(7.0)
+    adam = tf_keras.optimizers.Adam(schedule, clipnorm=1.0)
+    for rows in order:
+        with tf.GradientTape() as tape:
+            loss = loss_fn(plain)({k: v[rows] for k, v in data.items()}, {"w": 2.0})
+        adam.apply_gradients(
+            zip(tape.gradient(loss, plain.trainable_variables), plain.trainable_variables)
+        )
+    for got, want in zip(model.get_weights(), plain.get_weights()):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    assert not np.allclose(model.get_weights()[0], start[0])
 
 
 def test_rule_attention_mass_averages_the_probability_on_the_rule_target():

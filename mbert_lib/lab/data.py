@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-import tensorflow as tf
 
 from mbert_lib.data.examples import ExampleConfig, create_examples, tokenize_documents
 from mbert_lib.data.structured_task import (
@@ -33,15 +32,15 @@ class LabExamples:
     def inputs(self, rows=slice(None)) -> dict[str, np.ndarray]:
         return {k: self.arrays[k][rows] for k in MODEL_INPUTS}
 
-    def batches(self, batch_size: int, seed: int):
-        """Endless shuffled batches (dicts of tensors), one order per seed."""
+    def rows(self, batch_size: int, seed: int):
+        """Endless batches of row indices ([batch_size] int32 each), shuffled once per
+        pass over the examples, one order per seed."""
         rng = np.random.default_rng(seed)
         n = len(self)
         while True:
-            order = rng.permutation(n)
+            order = rng.permutation(n).astype(np.int32)
             for start in range(0, n - batch_size + 1, batch_size):
-                rows = order[start : start + batch_size]
-                yield {k: tf.constant(v[rows]) for k, v in self.arrays.items()}
+                yield order[start : start + batch_size]
 
 
 def make_examples(settings: LabSettings, split: str) -> LabExamples:

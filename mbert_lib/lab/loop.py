@@ -6,7 +6,8 @@ teacher does not leave the induction task's plateau (2,000 steps at chance).
 
 One `StageRunner` serves every student of a lab: its optimizer and compiled steps are
 made once and reset between runs (`reset`), and a stage's loss weights are inputs of its
-step, so each run costs its updates, not a new trace. The steps are compiled with XLA
+step, so each run costs its updates, not a new trace; the updates run in chunks inside
+the compiled step. The steps are compiled with XLA
 (`jit_compile`): the lab's models are so small that a step's time is mostly the overhead
 of its many small ops, which XLA fuses; compiling costs seconds per step function, more
 than a run of a few steps saves (the tests' tiny lab turns it off).
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
+import numpy as np
 import tensorflow as tf
 import tf_keras
 
@@ -43,12 +45,17 @@ class StageSchedule(tf_keras.optimizers.schedules.LearningRateSchedule):
 class StageRunner:
     """Runs stages of `loss_fn(batch, weights) -> scalar` on a model's variables.
 
-    `model` must be built. Steps are compiled once per `key`; `weights` (a dict of floats)
-    are passed as tensors, so stages that differ only in their weights share a step.
+    `model` must be built; `data` holds every training example's arrays (numpy, n rows
+    each), kept as tensors. A stage's updates run in chunks inside one compiled call (a
+    loop over the chunk's batches of row indices, each batch gathered from `data`), so
+    Python is entered once per chunk, not once per update. Steps are compiled once per
+    `key`; `weights` (a dict of floats) are passed as tensors, so stages that differ only
+    in their weights share a step.
     """
 
-    def __init__(self, model: tf_keras.Model, jit_compile: bool = True):
+    def __init__(self, model: tf_keras.Model, data: dict, jit_compile: bool = True):
         self.model, self.jit_compile = model, jit_compile
+        self.data = {k: tf.constant(v) for k, v in data.items()}
         self.schedule = StageSchedule()
         self.optimizer = tf_keras.optimizers.Adam(self.schedule, clipnorm=CLIP_NORM)
         self.optimizer.build(model.trainable_variables)
@@ -63,8 +70,8 @@ class StageRunner:
         if key not in self._steps:
             variables = self.model.trainable_variables if variables is None else variables
 
-            @tf.function(jit_compile=self.jit_compile)
-            def step(batch, weights):
+            def update(data, rows, weights):
+                batch = {k: tf.gather(v, rows) for k, v in data.items()}
                 with tf.GradientTape() as tape:
                     loss = loss_fn(batch, weights)
                 grads = tape.gradient(loss, variables)
@@ -73,23 +80,34 @@ class StageRunner:
                 )
                 return loss
 
-            self._steps[key] = step
+            @tf.function(jit_compile=self.jit_compile, autograph=False)
+            def chunk(data, rows, weights):  # rows [k, B]: k updates
+                _, loss = tf.while_loop(
+                    lambda i, _: i < tf.shape(rows)[0],
+                    lambda i, _: (i + 1, update(data, rows[i], weights)),
+                    (tf.constant(0), tf.constant(0.0)),
+                )
+                return loss
+
+            self._steps[key] = chunk
         return self._steps[key]
 
     def run_stage(
         self,
         key: str,
         loss_fn: Callable,
-        batches: Iterator,
+        rows: Iterator[np.ndarray],
         steps: int,
         learning_rate: float,
         after_step: Callable[[int], None] | None = None,
         variables: list | None = None,
         weights: dict[str, float] | None = None,
+        every: int = 50,
     ) -> float:
-        """`steps` updates from a fresh schedule; after_step(i) after the i-th (1-based).
-        `variables`: those the stage trains (default: all the model's trainable ones);
-        `weights`: the loss's weights (default none).
+        """`steps` updates from a fresh schedule, on the batches of row indices `rows`
+        yields ([B] each); after_step(i) after every `every`-th update i (1-based) and the
+        last. `variables`: those the stage trains (default: all the model's trainable
+        ones); `weights`: the loss's weights (default none).
 
         Raises FloatingPointError naming the stage when the loss is not finite.
         """
@@ -98,11 +116,13 @@ class StageRunner:
         self.schedule.steps.assign(float(steps))
         step = self._compiled(key, loss_fn, variables)
         weights = {k: tf.constant(v, tf.float32) for k, v in (weights or {}).items()}
-        loss = tf.constant(0.0)
-        for i in range(1, steps + 1):
-            loss = step(next(batches), weights)
+        loss, done = tf.constant(0.0), 0
+        while done < steps:
+            k = min(every - done % every, steps - done)
+            loss = step(self.data, np.stack([next(rows) for _ in range(k)]), weights)
+            done += k
             if after_step is not None:
-                after_step(i)
+                after_step(done)
         value = float(loss)
         if value != value or value in (float("inf"), float("-inf")):
             raise FloatingPointError(f"stage {key}: the loss is {value} after {steps} steps")

@@ -2,18 +2,34 @@
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
+import tensorflow as tf
 
 from mbert_lib.lab.data import LabExamples
+
+_FORWARD: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _forward(model):
+    """model(inputs, training=False), compiled once per model (a lab evaluates the same
+    models dozens of times for its curves)."""
+    if model not in _FORWARD:
+        _FORWARD[model] = tf.function(
+            lambda inputs: model(inputs, training=False), reduce_retracing=True
+        )
+    return _FORWARD[model]
 
 
 def _outputs(model, examples: LabExamples, rows=slice(None), batch_size: int = 500):
     """(predicted ids [n, P], attention list L × [n, N, T, T]) over `rows`, batched."""
     inputs = examples.inputs(rows)
     n = len(inputs["input_word_ids"])
+    forward = _forward(model)
     predictions, attention = [], []
     for start in range(0, n, batch_size):
-        out = model({k: v[start : start + batch_size] for k, v in inputs.items()}, training=False)
+        out = forward({k: v[start : start + batch_size] for k, v in inputs.items()})
         predictions.append(np.argmax(out["mlm_logits"].numpy(), -1))
         attention.append([a.numpy() for a in out["attention_scores"]])
     return np.concatenate(predictions), [np.concatenate(a) for a in zip(*attention)]

@@ -46,14 +46,18 @@ class Recipe:
     distill: bool  # the final stage's KD term
     final_at: bool  # AT of every layer in the final stage
 
-    def layer_weights(self) -> dict[str, float]:
-        """Each layer stage's loss weights: FMT_l and AT_l (1 or 0)."""
-        return {term: float(term in self.layer_terms) for term in ("fmt", "at")}
+    def layer_weights(self, at_weight: float = 1.0) -> dict[str, float]:
+        """Each layer stage's loss weights: FMT_l (1 or 0) and AT_l (at_weight or 0)."""
+        return {
+            "fmt": float("fmt" in self.layer_terms),
+            "at": at_weight * ("at" in self.layer_terms),
+        }
 
-    def final_weights(self) -> dict[str, float]:
-        """The final stage's: α·MLM + (1 − α)·KD, α = 1/2 with KD and 1 without; AT."""
+    def final_weights(self, at_weight: float = 1.0) -> dict[str, float]:
+        """The final stage's: α·MLM + (1 − α)·KD, α = 1/2 with KD and 1 without; AT
+        (at_weight or 0)."""
         alpha = 0.5 if self.distill else 1.0
-        return {"mlm": alpha, "kd": 1.0 - alpha, "at": float(self.final_at)}
+        return {"mlm": alpha, "kd": 1.0 - alpha, "at": at_weight * self.final_at}
 
 
 RECIPES = {

@@ -38,11 +38,12 @@ COMPARISONS = (
     ("pkt", "copy_only"),
     ("at_only", "no_transfer"),
     ("at_only", "fmt_only"),
+    ("at_only", "copy_only"),
 )
 
 
 # Settings only the students use: a new value keeps the teacher.
-STUDENT_KEYS = ("student_steps", "layer_steps", "student_learning_rate", "seeds")
+STUDENT_KEYS = ("student_steps", "layer_steps", "student_learning_rate", "at_weight", "seeds")
 
 
 def settings_fingerprint(settings: LabSettings, teacher_only: bool = False) -> str:
@@ -122,13 +123,14 @@ def train_teacher(settings, train, dev, work: Path, fingerprint: str, log) -> tu
         return teacher, record, True
     start = time.perf_counter()
     curve = _Curve(teacher, dev, settings, enabled=True)
-    StageRunner(teacher, settings.jit_compile).run_stage(
+    StageRunner(teacher, train.arrays, settings.jit_compile).run_stage(
         "teacher",
         recipes.mlm_loss(teacher),
-        train.batches(settings.batch_size, 0),
+        train.rows(settings.batch_size, 0),
         settings.teacher_steps,
         settings.teacher_learning_rate,
         curve,
+        every=settings.curve_interval,
     )
     record = {
         "fingerprint": fingerprint,
@@ -171,27 +173,28 @@ def train_student(variant, seed, teacher, student, runner, settings, train, dev)
         copy_from_teacher(teacher, student)
     runner.reset()
     before = evaluate(student, dev)
-    batches = train.batches(settings.batch_size, 1000 + seed)
+    rows = train.rows(settings.batch_size, 1000 + seed)
     curve = _Curve(student, dev, settings, enabled=seed == 0)
     stages = [
-        (layer, recipes.layer_loss(student, layer), recipe.layer_weights())
+        (layer, recipes.layer_loss(student, layer), recipe.layer_weights(settings.at_weight))
         for layer in range(settings.num_layers)
         if recipe.layer_terms
     ]
     final_steps = settings.student_steps - settings.layer_steps * len(stages)
-    stages.append((None, recipes.final_loss(student), recipe.final_weights()))
+    stages.append((None, recipes.final_loss(student), recipe.final_weights(settings.at_weight)))
     start = time.perf_counter()
     for layer, loss_fn, weights in stages:
         steps = settings.layer_steps if layer is not None else final_steps
         runner.run_stage(
             recipes.stage_key(layer),
             loss_fn,
-            batches,
+            rows,
             steps,
             settings.student_learning_rate,
             curve,
             recipes.stage_variables(student, layer),
             weights,
+            settings.curve_interval,
         )
         curve.offset += steps
     return {
@@ -238,6 +241,7 @@ def _summary(settings, teacher_record, students, seconds, resumed, data) -> dict
             "structured_accuracy": teacher_record["structured_accuracy"],
             "other_accuracy": teacher_record["other_accuracy"],
             "steps": teacher_record["steps"],
+            "seconds": teacher_record["seconds"],  # when it was trained
             "curve": teacher_record["curve"],
         },
         "students": accuracy,
@@ -288,7 +292,7 @@ def run_lab(settings: LabSettings, out_dir, log: Callable[[str], None] = print) 
         },
     )
     student = built_model(student_config(settings), settings.task.seq_length)
-    runner = StageRunner(student, settings.jit_compile)
+    runner = StageRunner(student, train.arrays, settings.jit_compile)
     students: dict[str, dict[int, dict]] = {}
     for variant in recipes.VARIANTS:
         for seed in range(settings.seeds):

@@ -41,13 +41,16 @@ def fast_lab_dir() -> Path:
     return Path(tempfile.gettempdir()) / "mbert_fast_lab"
 
 
+def notebook_lab_dir() -> Path:
+    """Where notebook 10's lab lives: runs/attention_lab, or `fast_lab_dir()` in fast mode."""
+    return fast_lab_dir() if fast_mode() else DEFAULT_OUT / NAME
+
+
 def notebook_lab(log=print) -> dict:
-    """The lab a notebook shows: the preset's in runs/attention_lab (trained when missing,
-    read back when done), or in fast mode the tiny FAST_LAB in `fast_lab_dir()`."""
-    if fast_mode():
-        return run_lab(lab_settings(FAST_LAB), fast_lab_dir(), log)
-    settings = load_preset_settings(NAME)[NAME]
-    return run_lab(lab_settings(settings), DEFAULT_OUT / NAME, log)
+    """The lab a notebook shows (`notebook_lab_dir()`): the preset's, trained when missing
+    and read back when done, or in fast mode the tiny FAST_LAB."""
+    settings = FAST_LAB if fast_mode() else load_preset_settings(NAME)[NAME]
+    return run_lab(lab_settings(settings), notebook_lab_dir(), log)
 
 
 def run_attention_lab(ctx: Context, settings: Mapping[str, Any]) -> dict:

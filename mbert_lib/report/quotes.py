@@ -58,6 +58,9 @@ FORMATS: dict[str, Callable] = {
     "hours": lambda v: f"{v / 3600:.1f}",  # seconds as hours
     "paired": _paired,  # a PairedDifference dict in points
     "paired2": lambda d: _paired(d, 2),
+    "paired_pct": lambda d: _paired({k: 100 * d[k] for k in ("mean", "low", "high")}),
+    "se2_pct1": lambda d: f"{200 * d['se']:.1f}",  # two standard errors, fraction -> points
+    "mean_f2": lambda v: f"{float(np.mean(v)):.2f}",  # the mean of a list
     "text": str,
 }
 
