@@ -65,7 +65,6 @@ from mbert_lib.distill.objective import DistillationObjective
 from mbert_lib.distill.trainer import load_stage_student, read_run
 from mbert_lib.models import build_pretrainer
 from mbert_lib.pipeline import ensure, notebook_context
-from mbert_lib.pipeline.core import read_record
 from mbert_lib.train.objectives import model_inputs
 from mbert_lib.viz import transfer as transfer_viz
 from mbert_lib.viz.attention_explorer import AttentionExplorer, draw, explore
@@ -509,14 +508,17 @@ fig = transfer_viz.plot_attention_grid(
 # head, each on its own colour scale, with the KL of each query row and the KL of every
 # layer (mean over heads and rows) for the chosen snapshot. In JupyterLab, `explore`
 # gives a text box for the sentence and controls for the rest; without a widget front
-# end the same call draws a static figure. The figure below is one such view, saved
-# for slides: the deepest layer, the head shown above, the finished PKT student; pick
-# "no AT: after PD" in the menu to see the same head without attention transfer.
+# end the same call draws a static figure. The per-layer bars carry the untrained
+# student's KL as a dashed reference. The figure below is one such view, saved for
+# slides: the deepest layer, the head shown above, the finished PKT student; pick "no
+# AT: after PD" in the menu to see the same head without attention transfer (offered
+# once that run exists; the explorer says how to make it).
 
 # %%
-ablation_dir = ctx.step_dir("ablation_pd_fmt")            # the no-AT row, when it has run
 explorer = AttentionExplorer.from_runs(teacher_result["model_dir"], pkt["model_dir"],
-                                       ablation_dir if read_record(ablation_dir) else None)
+                                       ctx.step_dir("ablation_pd_fmt"))  # no AT, once run
+for note in explorer.notes:
+    print(note)
 head = int(np.argmin(-(t_maps * np.log(t_maps + 1e-12)).sum(-1).mean(-1)))   # sharpest
 view = explorer.view(sentence, deep, head, "PKT: after PD")
 np.testing.assert_allclose(view["student_probs"], s_maps[head], atol=1e-6)  # the maps above

@@ -29,6 +29,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import seaborn as sns
 import tensorflow as tf
+from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
 from mbert_lib.checkpoints import WEIGHTS_PREFIX, load_pretrainer
@@ -185,9 +186,7 @@ def draw(view: Mapping, title: str | None = None, path=None):
     per_layer = fig.add_subplot(grid[1, :])
     kl = np.asarray(view["layer_kl"])
     colors = [style.OURS if k == view["layer"] else style.GREY for k in range(len(kl))]
-    bars = per_layer.bar(
-        np.arange(len(kl)), kl, width=0.6, color=colors, label=view.get("snapshot")
-    )
+    bars = per_layer.bar(np.arange(len(kl)), kl, width=0.6, color=colors)
     per_layer.bar_label(bars, fmt="%.3g", fontsize=10)
     if "reference_layer_kl" in view:
         reference = np.asarray(view["reference_layer_kl"])
@@ -201,7 +200,12 @@ def draw(view: Mapping, title: str | None = None, path=None):
             label="untrained student",
         )
         per_layer.set_ylim(0, 1.25 * max(kl.max(), reference.max()))
-        per_layer.legend(fontsize=10, loc="upper left")
+        snapshot = Patch(color=style.OURS, label=view.get("snapshot", "student"))
+        per_layer.legend(
+            handles=[snapshot, *per_layer.get_legend_handles_labels()[0]],
+            fontsize=10,
+            loc="upper left",
+        )
     per_layer.margins(y=0.2)
     per_layer.set_xticks(np.arange(len(kl)), [f"layer {k}" for k in range(len(kl))], fontsize=11)
     per_layer.set_ylabel("mean KL", fontsize=11)
