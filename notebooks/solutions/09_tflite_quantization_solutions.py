@@ -215,19 +215,19 @@ assert step["bounded mask"] < 10.0 and spans.max() < step["−1e9 mask"] / 1e4
 assert runtime.fast_mode() or unbounded["accuracy"] < VARIANTS["int8"]["accuracy"] - 0.05
 
 # %% [markdown]
-# **Answer.** With the model's own −1e9 mask, full int8 falls about 30 points below
-# Keras (table), to about 51%: it answers class 0 for almost every dev sentence (the
-# shares printed above), so its accuracy is little more than the share of class-0
-# sentences. The bounded-mask export of the `tflite` step, calibrated on the same 200
-# sentences, matches Keras. The −1e9 file says why: its largest activation step is
-# $s \approx 3.9 \cdot 10^6 = 10^9 / 255$, the step of the masked score tensor (section 2's
-# "mask −1e+09" row), while the real scores of a query span a few units, a few tens at
-# most (median and maximum printed above): tens of thousands of times less than one
-# step. All real
+# **Answer.** With the model's own −1e9 mask, full int8 falls about 19 points below
+# Keras (table), to about 51%: it answers class 1 (positive) for almost every dev
+# sentence (under 1% class 0, the shares printed above), so its accuracy is little more
+# than the share of class-1 sentences. The bounded-mask export of the `tflite` step,
+# calibrated on the same 200 sentences, matches Keras (0.2 points apart). The −1e9 file
+# says why: its largest activation step is $s \approx 3.9 \cdot 10^6 = 10^9 / 255$, the
+# step of the masked score tensor (section 2's "mask −1e+09" row), while the real scores
+# of a query span a few units, about two hundred at most (median and maximum printed
+# above): twenty thousand times less than one step. All real
 # scores of a query land on one int8 level, the softmax turns uniform over the real
 # keys, and every block averages its values instead of attending. Uniform attention
-# alone, in float, costs less (the accuracy printed above) and disagrees with the int8
-# model on most sentences, so the collapse is more than uniform attention: plausibly,
+# alone, in float, costs less (the accuracy printed above) and agrees with the int8
+# model on only about half the sentences, so the collapse is more than uniform attention: plausibly,
 # every activation range after the first attention was calibrated on the float model,
 # whose attention was *not* uniform, and the collapsed activations meet ranges that do
 # not fit them. This is the kind of collapse users of other MobileBERT exports reported
@@ -374,12 +374,13 @@ for m in PAIR:
 # the ratio of the $T^2$ terms, 3×. The measurement: each model's latency grew a little
 # less than its FLOPs (figure `figures/09_solutions_seq_length.png`), both by about the
 # same margin, because both ran slightly faster on 512 rows than on 128 (GFLOP/s,
-# second table: all four cases between 103 and 106). MobileBERT's latency grew more than
-# BERT_BASE's in every round, so the latency ratio fell in all three rounds, from about
-# 4.1 to 4.0, by 1.0–3.3% (round table), in line with the 3% the FLOPs predict. So on
-# the CPU printed in the first cell MobileBERT is still about 4× faster than BERT_BASE
-# at T = 512; its advantage shrinks slowly with length, because attention is a larger
-# part of its small budget.
+# second table: 86 and 88 at T = 128, 91 and 92 at 512). MobileBERT's latency grew more
+# than BERT_BASE's in two of the three rounds, where the latency ratio fell by about
+# 1.7% (from about 4.06 to 3.99); in the third it rose by 0.4% (round table). The FLOPs
+# predict a 3% fall; rounds differing in sign show that a few percent is at the edge of
+# what this timing resolves. So on the CPU printed in the first cell MobileBERT is
+# still about 4× faster than BERT_BASE at T = 512; its advantage shrinks slowly with
+# length, if at all measurably, because attention is a larger part of its small budget.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Exercise 3 · NoNorm folded into the next dense layer
@@ -556,19 +557,19 @@ assert abs(np.mean(right_few) - few["accuracy"]) < 1e-12
 
 # %% [markdown]
 # **Answer.** Accuracy does not move measurably: with 10 sentences the int8 student gets
-# one dev sentence fewer right than with 200 (first table), and the two models differ
-# on only the handful of sentences printed, a difference far inside one standard error
-# (1.3 points). The logits do move: the largest logit error against Keras is about three
-# times larger with 10 sentences. The ranges show why. Each calibrated range is the
-# min/max over the calibration sentences; 10 sentences see fewer extreme activations,
-# so about three quarters of the activation tensors get a narrower range, typically
-# about 0.77 of the 200-sentence width (histogram, `figures/09_solutions_calibration_ranges.png`),
-# and int8 clips every value beyond it to the range's end. The float probe shows that
-# such values are rare (at most a few in ten thousand dev values fall outside the
-# 10-sentence ranges, practically none outside the 200-sentence ones) but they are the
-# largest ones (block 2's scores reach about 33 in the 200 sentences, 22.5 in the first
-# 10); clipping them distorts exactly the strongest attention and the largest hidden
-# values, which shows in the logits first. A narrower
+# four dev sentences fewer right than with 200 (first table: 7 right only with 10, 11
+# right only with 200), a difference far inside one standard error (1.5 points). The
+# logits move a little: the largest logit error against Keras grows from 0.12 to 0.14.
+# The ranges show why. Each calibrated range is the min/max over the calibration
+# sentences; 10 sentences see fewer extreme activations, so about three quarters of the
+# activation tensors get a narrower range, typically about 0.89 of the 200-sentence width
+# (histogram, `figures/09_solutions_calibration_ranges.png`), and int8 clips every value
+# beyond it to the range's end. The float probe shows that such values are rare (at most
+# five in a hundred thousand dev values fall outside the 10-sentence ranges, practically
+# none outside the 200-sentence ones) but they are the largest ones (block 1's scores
+# reach about 134 in the 200 sentences, 82 in the first 10); clipping them distorts
+# exactly the strongest attention and the largest hidden values, which shows in the
+# logits first. A narrower
 # range also has a finer step, which is one reason accuracy survives here. With so few
 # sentences the outcome depends on which ten were drawn; 200 cost a few seconds of
 # calibration.
@@ -581,8 +582,8 @@ assert abs(np.mean(right_few) - few["accuracy"]) < 1e-12
 #    near chance; the bounded mask (c = 20) keeps int8 at Keras' accuracy.
 # 2. From T = 128 to 512 the attention's T² work grows 16× against 4× for the rest;
 #    MobileBERT's FLOPs grow a little faster, so the BERT_BASE / MobileBERT FLOP ratio
-#    falls by about 3% (4.15 → 4.03). Measured, the latency ratio fell by 1–3% in each
-#    round (about 4.1 → 4.0): still about 4× at T = 512.
+#    falls by about 3% (4.15 → 4.03). Measured, the latency ratio fell by about 1.7% in
+#    two rounds and rose by 0.4% in the third: still about 4× at T = 512.
 # 3. The converter folds NoNorm's γ into the next kernel and β into its bias: the stored
 #    int8 kernel is exactly `quantize_weights(diag(γ) W)`.
 # 4. 10 calibration sentences narrow most activation ranges and clip more dev values;
