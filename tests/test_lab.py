@@ -150,6 +150,31 @@ def test_each_recipes_weighted_losses_equal_the_paper_terms_computed_directly(va
         np.testing.assert_allclose(float(got), float(want), rtol=1e-5, atol=1e-7)
 
 
+def test_a_layer_stage_trains_its_own_block_alone():
+    """The paper's freezing: in layer 0's stage the embedding, block 1 and the heads keep
+    their weights; block 0 moves."""
+    student, batch = _one_batch()
+    runner = StageRunner(student, batch, jit_compile=False)
+    before = {id(v): v.numpy().copy() for v in student.trainable_variables}
+    own = {id(v) for v in recipes.stage_variables(student, 0)}
+    rows = iter([np.arange(6, dtype=np.int32)] * 3)
+    weights = recipes.RECIPES["pkt"].layer_weights(100.0)
+    runner.run_stage(
+        "layer0",
+        recipes.layer_loss(student, 0),
+        rows,
+        3,
+        1e-2,
+        None,
+        recipes.stage_variables(student, 0),
+        weights,
+    )
+    moved = {
+        id(v) for v in student.trainable_variables if not np.array_equal(v.numpy(), before[id(v)])
+    }
+    assert moved and moved <= own
+
+
 def test_a_term_left_out_is_not_computed_so_an_infinite_one_gives_no_nan():
     with tf.GradientTape() as tape:
         x = tf.Variable(0.0)

@@ -8,9 +8,9 @@ One `StageRunner` serves every student of a lab: its optimizer and compiled step
 made once and reset between runs (`reset`), and a stage's loss weights are inputs of its
 step, so each run costs its updates, not a new trace; the updates run in chunks inside
 the compiled step. The steps are compiled with XLA
-(`jit_compile`): the lab's models are so small that a step's time is mostly the overhead
-of its many small ops, which XLA fuses; compiling costs seconds per step function, more
-than a run of a few steps saves (the tests' tiny lab turns it off).
+(`jit_compile`), which fuses the small models' many small ops; compiling costs seconds
+per step function, more than a run of a few steps saves (the tests' tiny lab turns it
+off).
 """
 
 from __future__ import annotations
@@ -50,7 +50,8 @@ class StageRunner:
     loop over the chunk's batches of row indices, each batch gathered from `data`), so
     Python is entered once per chunk, not once per update. Steps are compiled once per
     `key`; `weights` (a dict of floats) are passed as tensors, so stages that differ only
-    in their weights share a step.
+    in their weights share a step. The first `loss_fn` and `variables` given for a key
+    are the ones its step keeps: a key names one loss and one set of variables.
     """
 
     def __init__(self, model: tf_keras.Model, data: dict, jit_compile: bool = True):
