@@ -34,11 +34,15 @@ def make_pretraining_dataset(
     drop_remainder: bool | None = None,
     seed: int = 0,
     shuffle_buffer: int = 10_000,
+    rows: tuple[int, int] | None = None,
 ) -> tf.data.Dataset:
     """Batched examples of `split` ("train" or "eval", the held-out documents).
 
     Defaults: "train" shuffles (with `seed`), repeats forever and drops the
     last partial batch; "eval" reads every example once, in order.
+    rows=(start, stop): only those rows of every batch of `batch_size` are parsed
+    and yielded (one worker's slice of a global batch, mbert_lib.train.workers);
+    the records are read, shuffled and batched as for the whole batches.
     """
     examples_dir = Path(examples_dir)
     manifest = read_manifest(examples_dir)
@@ -62,6 +66,14 @@ def make_pretraining_dataset(
     if repeat:
         dataset = dataset.repeat()
     dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
+    if rows is not None:
+        start, stop = rows
+        if not (drop_remainder and 0 <= start < stop <= batch_size):
+            raise DataError(
+                f"rows must be (start, stop) with 0 <= start < stop <= batch_size "
+                f"({batch_size}) on batches of a fixed size, got {rows!r}"
+            )
+        dataset = dataset.map(lambda s: s[start:stop])
     dataset = dataset.map(lambda s: parse_batch(s, T, P), num_parallel_calls=tf.data.AUTOTUNE)
     return dataset.prefetch(tf.data.AUTOTUNE)
 

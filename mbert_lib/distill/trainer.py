@@ -57,7 +57,9 @@ from mbert_lib.optim import GroupedOptimizer, create_optimizer
 from mbert_lib.train.checkpointing import (
     RunCheckpoint,
     is_chief,
+    peer_directories,
     read_done,
+    remove_worker_scratch,
     worker_directory,
     write_done,
 )
@@ -67,6 +69,7 @@ from mbert_lib.train.loop import (
     make_train_step,
     run_loop,
     step_counter,
+    step_value,
 )
 from mbert_lib.train.pretrain_data import (
     PretrainingData,
@@ -308,6 +311,8 @@ def run_distillation(
                 teacher=teacher_id,
             )
             log(f"exported the student to {model_dir}")
+        else:
+            remove_worker_scratch(model_dir, strategy)
     return read_done(model_dir) if chief else {"train_steps": total, "eval": final}
 
 
@@ -335,7 +340,7 @@ def _run_stages(
             teacher = load_pretrainer(teacher_dir, teacher_config)
             teacher.trainable = False
             student = build_pretrainer(student_config)
-        iterator = iter(data.train.repeat())  # global batches, split per replica in the step
+        iterator = iter(data.train.repeat())  # this worker's batches, split per replica
         initial = RunCheckpoint(
             worker_directory(init_dir(model_dir), strategy),
             1,
@@ -364,6 +369,7 @@ def _run_stages(
             checkpoint = RunCheckpoint(
                 worker_directory(os.path.join(directory, "checkpoints"), strategy),
                 trainer.max_checkpoints_to_keep,
+                peers=peer_directories(os.path.join(directory, "checkpoints"), strategy),
                 model=student,
                 optimizer=optimizer,
                 step=step,
@@ -375,7 +381,7 @@ def _run_stages(
             log(
                 f"{header}: {stage.describe()}; "
                 + (
-                    f"resumed from {restored} at step {int(step)}"
+                    f"resumed from {restored} at step {step_value(step)}"
                     if restored
                     else f"starting from {previous}"
                 )
@@ -410,9 +416,7 @@ def _run_stages(
                 step=step,
                 checkpoint=checkpoint,
                 scalars=Scalars(
-                    worker_directory(
-                        os.path.join(model_dir, "tensorboard", stage_name(stage)), strategy
-                    )
+                    os.path.join(model_dir, "tensorboard", stage_name(stage)) if chief else None
                 ),
                 settings=LoopSettings(
                     train_steps=stage.train_steps,

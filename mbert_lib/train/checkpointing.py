@@ -20,6 +20,7 @@ import json
 import os
 import shutil
 import time
+from collections.abc import Sequence
 
 import tensorflow as tf
 
@@ -32,10 +33,24 @@ STATE_FILE = "checkpoint"  # tf.train's list of a directory's checkpoints
 
 
 class RunCheckpoint:
-    """tf.train.Checkpoint of `objects` (name=trackable) + a CheckpointManager in `directory`."""
+    """tf.train.Checkpoint of `objects` (name=trackable) + a CheckpointManager in `directory`.
 
-    def __init__(self, directory: str | os.PathLike, max_to_keep: int = 3, **objects):
+    peers: the other workers' checkpoint directories under a multi-worker strategy
+    (`peer_directories`). Each worker restores its own checkpoint (its data
+    iterator's state is its own: the saved state carries the worker's input
+    pipeline), and only at a step every peer has saved too, so a cluster
+    restarted after one worker died mid-save resumes at one step on all.
+    """
+
+    def __init__(
+        self,
+        directory: str | os.PathLike,
+        max_to_keep: int = 3,
+        peers: Sequence[str] = (),
+        **objects,
+    ):
         self.directory = os.fspath(directory)
+        self.peers = list(peers)
         self.max_to_keep = max_to_keep
         self.checkpoint = tf.train.Checkpoint(**objects)
         self.manager = self._manager()
@@ -54,9 +69,11 @@ class RunCheckpoint:
                 self.checkpoint, self.directory, max_to_keep=self.max_to_keep
             )
 
-    def on_disk(self) -> list[str]:
-        """Every ckpt-N prefix in the directory with its .index file, oldest first."""
-        found = glob.glob(os.path.join(glob.escape(self.directory), "ckpt-*.index"))
+    def on_disk(self, directory: str | None = None) -> list[str]:
+        """Every ckpt-N prefix in `directory` (default: this one) with its .index file,
+        oldest first."""
+        directory = self.directory if directory is None else directory
+        found = glob.glob(os.path.join(glob.escape(directory), "ckpt-*.index"))
         prefixes = [f[: -len(".index")] for f in found]
         numbered = [(p, p.rsplit("-", 1)[-1]) for p in prefixes]
         return [
@@ -65,6 +82,7 @@ class RunCheckpoint:
 
     @property
     def latest(self) -> str | None:
+        """The newest checkpoint this worker saved in `directory`."""
         return self.manager.latest_checkpoint
 
     def restore_latest(self, log=print) -> str | None:
@@ -88,6 +106,8 @@ class RunCheckpoint:
                 f"is missing or damaged; read the {len(newest_first)} checkpoint(s) on disk "
                 f"instead ({', '.join(os.path.basename(p) for p in reversed(newest_first))})"
             )
+        if self.peers and newest_first:
+            newest_first = self._common_with_peers(newest_first)
         for path in newest_first:
             try:
                 read_checkpoint(self.checkpoint, path, restore=True)
@@ -104,6 +124,23 @@ class RunCheckpoint:
                 ),
             )
         return None
+
+    def _common_with_peers(self, newest_first: list[str]) -> list[str]:
+        """The checkpoints in `newest_first` whose step every peer directory holds too;
+        a ValueError when there are none (a worker's checkpoints were lost: a fresh
+        start would overwrite the others')."""
+        steps = [set(int(p.rsplit("-", 1)[-1]) for p in self.on_disk(peer)) for peer in self.peers]
+        common = [p for p in newest_first if all(int(p.rsplit("-", 1)[-1]) in s for s in steps)]
+        if not common:
+            names = ", ".join(os.path.basename(p) for p in reversed(newest_first))
+            raise ValueError(
+                f"{self.directory} holds checkpoints ({names}) but no step that every "
+                "other worker's directory "
+                f"holds too ({', '.join(self.peers)}): a restarted cluster resumes from a "
+                "step every worker saved. Restore the missing directories, or delete the "
+                "run's checkpoints to start again"
+            )
+        return common
 
     def save(self, step: int) -> str:
         """Saves ckpt-`step`; a failed save (a full disk) leaves none of its files behind."""
@@ -165,13 +202,51 @@ def is_chief(strategy: tf.distribute.Strategy) -> bool:
     )
 
 
-def worker_directory(directory: str, strategy: tf.distribute.Strategy) -> str:
-    """`directory` on the chief; a per-worker scratch directory elsewhere.
+def _scratch_name(strategy: tf.distribute.Strategy) -> str:
+    resolver = strategy.cluster_resolver
+    return f".worker_{resolver.task_type}_{resolver.task_id}"
 
-    Under MultiWorkerMirroredStrategy every worker must take part in saving,
-    but only the chief's files are kept (TensorFlow's documented pattern).
+
+def remove_worker_scratch(model_dir: str | os.PathLike, strategy: tf.distribute.Strategy) -> None:
+    """Removes this worker's scratch directories under model_dir (a finished run's
+    non-chief worker: nothing reads them any more)."""
+    if is_chief(strategy):
+        return
+    name = _scratch_name(strategy)
+    for root, dirs, _ in os.walk(os.fspath(model_dir)):
+        if name in dirs:
+            shutil.rmtree(os.path.join(root, name), ignore_errors=True)
+            dirs.remove(name)
+
+
+def peer_directories(directory: str, strategy: tf.distribute.Strategy) -> list[str]:
+    """The checkpoint directories of the cluster's other workers (see `worker_directory`)."""
+    resolver = getattr(strategy, "cluster_resolver", None)
+    if resolver is None or not resolver.task_type:
+        return []
+    cluster = resolver.cluster_spec().as_dict()
+    members = [(kind, i) for kind in ("chief", "worker") for i in range(len(cluster.get(kind, [])))]
+    own = (resolver.task_type, resolver.task_id)
+    chief = members[0]
+    return [
+        directory
+        if member == chief
+        else os.path.join(directory, f".worker_{member[0]}_{member[1]}")
+        for member in members
+        if member != own
+    ]
+
+
+def worker_directory(directory: str, strategy: tf.distribute.Strategy) -> str:
+    """`directory` on the chief; a per-worker scratch directory inside it elsewhere.
+
+    Under MultiWorkerMirroredStrategy every worker must take part in saving
+    (TensorFlow's documented pattern), and only the chief's files are the run's
+    result. A worker's checkpoints hold its own data position, and a restarted
+    worker restores them at a step every worker saved (RunCheckpoint's `peers`):
+    the scratch directories live inside the chief's, on storage every worker
+    reads, until the run finishes.
     """
     if is_chief(strategy):
         return directory
-    resolver = strategy.cluster_resolver
-    return os.path.join(directory, f".worker_{resolver.task_type}_{resolver.task_id}")
+    return os.path.join(directory, _scratch_name(strategy))

@@ -27,6 +27,7 @@ import tensorflow as tf
 
 from mbert_lib.train.checkpointing import RunCheckpoint
 from mbert_lib.train.progress import Progress, Scalars
+from mbert_lib.train.workers import worker_shard
 
 SUM = tf.distribute.ReduceOp.SUM
 MEAN = tf.distribute.ReduceOp.MEAN
@@ -59,23 +60,30 @@ def step_counter(name: str = "global_step") -> tf.Variable:
     )
 
 
-def distribute_batch(strategy: tf.distribute.Strategy, batch):
-    """A global batch split along axis 0 into equal per-replica slices.
+def step_value(step: tf.Variable) -> int:
+    """The step counter's value (int() cannot read a distributed variable)."""
+    return int(step.read_value())
 
-    The trainers read global batches from a plain tf.data iterator on the host
-    and split them here, instead of iterating a distributed dataset, because
-    a plain iterator is checkpointable (a `DistributedIterator` is not): the
-    data position survives a restart under every strategy. Under
-    MultiWorkerMirroredStrategy each worker reads the same global batch and
-    keeps its own replicas' slices.
+
+def distribute_batch(strategy: tf.distribute.Strategy, batch):
+    """This worker's batch split along axis 0 into equal slices, one per local replica.
+
+    The trainers read batches from a plain tf.data iterator on the host and
+    split them here, instead of iterating a distributed dataset, because a
+    plain iterator is checkpointable (a `DistributedIterator` is not): the
+    data position survives a restart under every strategy. With one worker
+    the batch is the global batch; under MultiWorkerMirroredStrategy each
+    worker reads only its own rows of it (mbert_lib.train.workers), and its
+    replicas are numbered after the previous workers' (worker-major).
     """
     replicas = strategy.num_replicas_in_sync
     if replicas == 1:
         return batch
+    local = replicas // worker_shard(strategy).count
 
     def replica_slice(context):
-        index = context.replica_id_in_sync_group
-        return tf.nest.map_structure(lambda t: tf.split(t, replicas)[index], batch)
+        index = context.replica_id_in_sync_group % local
+        return tf.nest.map_structure(lambda t: tf.split(t, local)[index], batch)
 
     return strategy.experimental_distribute_values_from_function(replica_slice)
 
@@ -179,7 +187,7 @@ def run_loop(
     metrics named in `postfix_keys`. A non-finite loss stops the run with an error; the
     last checkpoint stays.
     """
-    start = int(step)
+    start = step_value(step)
     train_steps = settings.train_steps
     progress = Progress(
         train_steps,
@@ -193,10 +201,10 @@ def run_loop(
     )
     eval_metrics: dict = {}
     try:
-        while int(step) < train_steps:
+        while step_value(step) < train_steps:
             values = {k: float(v) for k, v in train_step(iterator).items()}
             step.assign_add(1)
-            current = int(step)
+            current = step_value(step)
             if not math.isfinite(values["loss"]):
                 raise FloatingPointError(
                     f"loss is {values['loss']} at step {current}; stopping. The last "

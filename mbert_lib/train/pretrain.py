@@ -27,7 +27,9 @@ from mbert_lib.optim import create_optimizer
 from mbert_lib.train.checkpointing import (
     RunCheckpoint,
     is_chief,
+    peer_directories,
     read_done,
+    remove_worker_scratch,
     worker_directory,
     write_done,
 )
@@ -37,6 +39,7 @@ from mbert_lib.train.loop import (
     make_train_step,
     run_loop,
     step_counter,
+    step_value,
 )
 from mbert_lib.train.objectives import PretrainingObjective
 from mbert_lib.train.pretrain_data import (
@@ -68,10 +71,12 @@ def _train(
             )
             optimizer.build(model.trainable_variables)
             step = step_counter()
-        iterator = iter(data.train.repeat())  # global batches, split per replica in the step
+        iterator = iter(data.train.repeat())  # this worker's batches, split per replica
+        checkpoints = os.path.join(model_dir, "checkpoints")
         checkpoint = RunCheckpoint(
-            worker_directory(os.path.join(model_dir, "checkpoints"), strategy),
+            worker_directory(checkpoints, strategy),
             trainer.max_checkpoints_to_keep,
+            peers=peer_directories(checkpoints, strategy),
             model=model,
             optimizer=optimizer,
             step=step,
@@ -79,7 +84,7 @@ def _train(
         )
         restored = checkpoint.restore_latest(log)
         log(
-            f"resumed from {restored} at step {int(step)}"
+            f"resumed from {restored} at step {step_value(step)}"
             if restored
             else f"starting a fresh run in {model_dir}"
         )
@@ -93,7 +98,7 @@ def _train(
             iterator=iterator,
             step=step,
             checkpoint=checkpoint,
-            scalars=Scalars(worker_directory(os.path.join(model_dir, "tensorboard"), strategy)),
+            scalars=Scalars(os.path.join(model_dir, "tensorboard") if is_chief(strategy) else None),
             settings=LoopSettings(
                 train_steps=trainer.train_steps,
                 checkpoint_interval=trainer.checkpoint_interval,
@@ -138,4 +143,6 @@ def run_pretraining(
             write_model_files(model, model_dir, save_tokenizer=data.save_tokenizer)
             write_done(model_dir, trainer.train_steps, eval=metrics)
             log(f"exported the model to {model_dir}")
+        else:
+            remove_worker_scratch(model_dir, strategy)
     return read_done(model_dir) if chief else {"train_steps": trainer.train_steps, "eval": metrics}

@@ -27,9 +27,11 @@ from mbert_lib.train.memory import check_memory
 from mbert_lib.train.objectives import BATCH_KEYS
 from mbert_lib.train.strategy import create_strategy
 from mbert_lib.train.synthetic import synthetic_pretraining_dataset
+from mbert_lib.train.workers import WorkerShard, shard_rows, worker_shard
 
 SYNTHETIC_TRAIN_EXAMPLES = 16384
 SYNTHETIC_EVAL_EXAMPLES = 512
+ONE_WORKER = WorkerShard()
 
 
 @dataclasses.dataclass
@@ -49,8 +51,13 @@ class PretrainingData:
     save_tokenizer: Callable[[str], None] | None = None
 
 
-def build_pretraining_datasets(experiment) -> PretrainingData:
-    """Train / held-out datasets for a PretrainExperiment."""
+def build_pretraining_datasets(experiment, shard: WorkerShard = ONE_WORKER) -> PretrainingData:
+    """Train / held-out datasets for a PretrainExperiment.
+
+    shard: this worker's place in a multi-worker cluster; its training batches are
+    its rows of each global batch (mbert_lib.train.workers), [B / W, ...]. The
+    held-out batches stay global: the strategy's distributed dataset shards them.
+    """
     data, trainer = experiment.data, experiment.trainer
     if data.source == "synthetic":
         common = dict(
@@ -59,11 +66,14 @@ def build_pretraining_datasets(experiment) -> PretrainingData:
             vocab_size=data.vocab_size,
         )
         return PretrainingData(
-            train=synthetic_pretraining_dataset(
-                num_examples=SYNTHETIC_TRAIN_EXAMPLES,
-                batch_size=trainer.batch_size,
-                seed=data.seed,
-                **common,
+            train=shard_rows(
+                synthetic_pretraining_dataset(
+                    num_examples=SYNTHETIC_TRAIN_EXAMPLES,
+                    batch_size=trainer.batch_size,
+                    seed=data.seed,
+                    **common,
+                ),
+                shard,
             ),
             eval=synthetic_pretraining_dataset(
                 num_examples=SYNTHETIC_EVAL_EXAMPLES,
@@ -73,10 +83,10 @@ def build_pretraining_datasets(experiment) -> PretrainingData:
                 **common,
             ),
         )
-    return _real_text(experiment)
+    return _real_text(experiment, shard)
 
 
-def _real_text(experiment) -> PretrainingData:
+def _real_text(experiment, shard: WorkerShard) -> PretrainingData:
 
     trainer = experiment.trainer
     prepared = prepare_data_section(experiment.data)
@@ -86,7 +96,11 @@ def _real_text(experiment) -> PretrainingData:
     )
     return PretrainingData(
         train=make_pretraining_dataset(
-            prepared.examples_dir, trainer.batch_size, split="train", seed=trainer.seed
+            prepared.examples_dir,
+            trainer.batch_size,
+            split="train",
+            seed=trainer.seed,
+            rows=shard.rows(trainer.batch_size) if shard.count > 1 else None,
         ),
         eval=make_pretraining_dataset(prepared.examples_dir, trainer.eval_batch_size, split="eval"),
         save_tokenizer=lambda directory: save_tokenizer(tokenizer, directory),
@@ -137,16 +151,27 @@ def strategy_and_data(
     trainer, runtime = experiment.trainer, experiment.runtime
     strategy = create_strategy(runtime.distribution_strategy, runtime.devices, runtime.tpu_address)
     check_memory(experiment, strategy.num_replicas_in_sync)
-    data = data if data is not None else build_pretraining_datasets(experiment)
-    check_batches(
-        data.train,
-        trainer.batch_size,
-        experiment.data.seq_length,
-        experiment.data.max_predictions_per_seq,
-    )
     if trainer.batch_size % strategy.num_replicas_in_sync:
         raise ValueError(
             f"trainer.batch_size ({trainer.batch_size}) must be a multiple of the "
             f"number of replicas ({strategy.num_replicas_in_sync})"
         )
+    shard = worker_shard(strategy)
+    if data is None:
+        data = build_pretraining_datasets(experiment, shard)
+    else:
+        check_batches(
+            data.train,
+            trainer.batch_size,
+            experiment.data.seq_length,
+            experiment.data.max_predictions_per_seq,
+        )
+        data = dataclasses.replace(data, train=shard_rows(data.train, shard))
+    check_batches(
+        data.train,
+        trainer.batch_size // shard.count,
+        experiment.data.seq_length,
+        experiment.data.max_predictions_per_seq,
+        what="training dataset" if shard.count == 1 else f"worker {shard.index}'s training rows",
+    )
     return strategy, data

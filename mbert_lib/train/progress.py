@@ -100,13 +100,16 @@ class Progress:
 
 
 class Scalars:
-    """TensorBoard scalar writers, one per subdirectory of `log_dir` (train/, eval/)."""
+    """TensorBoard scalar writers, one per subdirectory of `log_dir` (train/, eval/);
+    log_dir None writes nothing (a worker that is not the chief)."""
 
-    def __init__(self, log_dir: str | os.PathLike):
-        self.log_dir = os.fspath(log_dir)
+    def __init__(self, log_dir: str | os.PathLike | None):
+        self.log_dir = os.fspath(log_dir) if log_dir is not None else None
         self._writers: dict[str, tf.summary.SummaryWriter] = {}
 
     def write(self, split: str, step: int, values: Mapping[str, float]) -> None:
+        if self.log_dir is None:
+            return
         if split not in self._writers:
             self._writers[split] = tf.summary.create_file_writer(os.path.join(self.log_dir, split))
         with self._writers[split].as_default(step=step):
