@@ -33,7 +33,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from mbert_lib.hardware import cpu_info
+from mbert_lib.hardware import cpu_info, describe
 from mbert_lib.train.local_cluster import start_workers, wait_workers
 from mbert_lib.train.progress import read_scalars
 
@@ -101,7 +101,8 @@ def main() -> None:
     record = {
         "command": "python experiments/multi_worker_scaling.py "
         f"--rounds {args.rounds} --steps {args.steps} --skip {args.skip}",
-        "hardware": cpu_info(),
+        "hardware": describe(),
+        "cpu": cpu_info(),
         "settings": SETTINGS,
         "global_batch_tokens": 32 * 128,
         "variants": {

@@ -77,6 +77,21 @@ def test_an_unfinished_run_with_checkpoints_keeps_its_fixed_settings(tmp_path):
     assert notes and notes[0].startswith(f"note: continuing {tmp_path}")
 
 
+def test_a_longer_run_asked_of_a_finished_one_says_its_schedule_changes(tmp_path):
+    record_experiment(tiny_experiment("trainer.train_steps=400"), tmp_path)
+    (tmp_path / "checkpoints").mkdir()
+    (tmp_path / "checkpoints" / "ckpt-400.index").write_bytes(b"")
+    notes = []
+    longer = tiny_experiment("trainer.train_steps=410")
+    check_same_run(longer, tmp_path, finished=False, fixed=_fixed_model, log=notes.append)
+    assert len(notes) == 2 and "from 400 to 410" in notes[1], notes
+    assert "learning-rate schedule" in notes[1]
+    notes.clear()
+    other_rate = tiny_experiment("trainer.train_steps=400,trainer.learning_rate.peak=2e-3")
+    check_same_run(other_rate, tmp_path, finished=False, fixed=_fixed_model, log=notes.append)
+    assert len(notes) == 1 and "schedule" not in notes[0], notes
+
+
 def test_a_record_left_by_an_attempt_without_checkpoints_gives_way(tmp_path):
     """A run that failed before its first checkpoint (bad data, a typo) holds nothing to
     protect: the corrected command runs, and says that it replaces the record."""

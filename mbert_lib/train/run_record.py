@@ -112,6 +112,13 @@ def check_same_run(
             "another --model_dir, or delete it to start again."
         )
     log(f"note: continuing {model_dir} with changed settings: {changed}")
+    if "trainer.train_steps" in changed:
+        log(
+            f"note: trainer.train_steps changed from {previous.trainer.train_steps} to "
+            f"{experiment.trainer.train_steps}: the learning-rate schedule is laid over the "
+            "new length from here on, so the steps done so far followed the old schedule and "
+            "the result differs from a run of the new length from the start"
+        )
 
 
 def record_experiment(experiment, model_dir: str | os.PathLike) -> None:
