@@ -205,6 +205,8 @@ def load_config(
     needs no other ones): a classifier fine-tuned with mean pooling on a [CLS] encoder.
     """
     path = os.fspath(path)
+    if not os.path.isdir(path):
+        resolve_checkpoint(path)  # a path that is no checkpoint is named as such
     directory = path if os.path.isdir(path) else os.path.dirname(path)
     config_file = os.path.join(directory, CONFIG_FILE)
     stored = MobileBertConfig.from_json_file(config_file) if os.path.exists(config_file) else None

@@ -111,6 +111,8 @@ def test_classifier_from_encoder_checkpoint_is_refused(tmp_path):
 def test_missing_checkpoint_and_foreign_checkpoint(tmp_path):
     with pytest.raises(FileNotFoundError, match="neither a directory nor a checkpoint prefix"):
         checkpoints.load_model(tmp_path / "nothing", "encoder", CONFIG)
+    with pytest.raises(FileNotFoundError, match=f"{tmp_path / 'nothing'}: neither a directory"):
+        checkpoints.load_config(tmp_path / "nothing")  # not "<parent>/bert_config.json"
     with pytest.raises(FileNotFoundError, match="found 0 checkpoint"):
         checkpoints.load_model(tmp_path, "encoder", CONFIG)
     foreign = tf.train.Checkpoint(net=tf.Variable([1.0])).write(str(tmp_path / "foreign"))

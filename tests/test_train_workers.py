@@ -17,6 +17,7 @@ from mbert_lib.train.checkpointing import (
     worker_directory,
 )
 from mbert_lib.train.local_cluster import tf_config
+from mbert_lib.train.strategy import cluster_workers
 from mbert_lib.train.workers import WorkerShard, shard_rows, worker_shard
 from tests.test_data_pipeline import _build
 from tests.train_fixtures import tiny_batches
@@ -130,3 +131,28 @@ def test_no_common_step_is_refused_instead_of_a_fresh_start(tmp_path):
     with pytest.raises(ValueError, match="no step that every other worker's directory holds"):
         RunCheckpoint(own, peers=[str(peer)], weights=weights).restore_latest(print)
     assert sorted(p.name for p in own.glob("*.index")) == ["ckpt-10.index", "ckpt-20.index"]
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("{not json", "TF_CONFIG is not JSON"),
+        ('{"cluster": {"worker": ["a:1"]}}', "TF_CONFIG needs a 'cluster' and a 'task'"),
+        ('{"cluster": {}, "task": {"type": "worker", "index": 0}}', "lists no chief or worker"),
+        (tf_config([1, 2], 1).replace('"index": 1', '"index": 5'), "is not one of its cluster"),
+        (
+            tf_config([1, 2], 0).replace('"type": "worker"', '"type": "ps"'),
+            "is not one of its cluster",
+        ),
+    ],
+)
+def test_a_tf_config_that_names_no_cluster_is_refused_naming_it(text, message):
+    with pytest.raises(ValueError, match=message):
+        cluster_workers({"TF_CONFIG": text})
+
+
+def test_cluster_workers_counts_the_chief_and_the_workers():
+    assert cluster_workers({}) == 1
+    assert cluster_workers({"TF_CONFIG": tf_config([1, 2, 3], 2)}) == 3
+    with_chief = {"cluster": WITH_CHIEF, "task": {"type": "chief", "index": 0}}
+    assert cluster_workers({"TF_CONFIG": json.dumps(with_chief)}) == 3

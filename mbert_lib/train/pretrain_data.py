@@ -25,7 +25,7 @@ from mbert_lib.data import (
 )
 from mbert_lib.train.memory import check_memory
 from mbert_lib.train.objectives import BATCH_KEYS
-from mbert_lib.train.strategy import create_strategy
+from mbert_lib.train.strategy import cluster_workers, create_strategy
 from mbert_lib.train.synthetic import synthetic_pretraining_dataset
 from mbert_lib.train.workers import WorkerShard, shard_rows, worker_shard
 
@@ -149,6 +149,13 @@ def strategy_and_data(
     before other TensorFlow ops run. Then a run too large for this machine's memory is
     refused (mbert_lib.train.memory) before its data is prepared or its model built."""
     trainer, runtime = experiment.trainer, experiment.runtime
+    if runtime.distribution_strategy == "multi_worker_mirrored":
+        workers = cluster_workers()
+        if trainer.batch_size % workers:
+            raise ValueError(
+                f"trainer.batch_size ({trainer.batch_size}) must be a multiple of the "
+                f"number of workers in TF_CONFIG's cluster ({workers})"
+            )
     strategy = create_strategy(runtime.distribution_strategy, runtime.devices, runtime.tpu_address)
     check_memory(experiment, strategy.num_replicas_in_sync)
     if trainer.batch_size % strategy.num_replicas_in_sync:

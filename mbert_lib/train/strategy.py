@@ -15,7 +15,9 @@ users report NaNs with MobileBERT's large NoNorm activations in float16.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+import json
+import os
+from collections.abc import Iterator, Mapping, Sequence
 
 import tensorflow as tf
 import tf_keras
@@ -40,12 +42,47 @@ def create_strategy(
     if name == "mirrored":
         return tf.distribute.MirroredStrategy(devices=list(devices) if devices else None)
     if name == "multi_worker_mirrored":
+        cluster_workers()  # a TF_CONFIG that names no cluster is refused before TF waits on it
         return tf.distribute.MultiWorkerMirroredStrategy()
     if name == "tpu":
         return _tpu_strategy(tpu_address or "")
     raise ValueError(
         f"runtime.distribution_strategy must be one of {list(STRATEGIES)}, got {name!r}"
     )
+
+
+def cluster_workers(environ: Mapping[str, str] | None = None) -> int:
+    """How many workers TF_CONFIG's cluster has (chief included); 1 without TF_CONFIG.
+
+    A ValueError naming TF_CONFIG when it is not JSON, names no cluster, or puts this
+    task outside it: MultiWorkerMirroredStrategy would otherwise fail deep inside
+    TensorFlow, or wait for ever on workers that do not exist.
+    """
+    text = (os.environ if environ is None else environ).get("TF_CONFIG", "")
+    if not text.strip():
+        return 1
+    expected = (
+        'expected JSON such as {"cluster": {"worker": ["host0:port", "host1:port"]}, '
+        '"task": {"type": "worker", "index": 0}} (docs/multi_worker.md)'
+    )
+    try:
+        config = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"TF_CONFIG is not JSON ({e}); {expected}") from None
+    cluster = config.get("cluster") if isinstance(config, dict) else None
+    task = config.get("task") if isinstance(config, dict) else None
+    if not isinstance(cluster, dict) or not isinstance(task, dict):
+        raise ValueError(f"TF_CONFIG needs a 'cluster' and a 'task', got {text!r}; {expected}")
+    members = {kind: cluster.get(kind) or [] for kind in ("chief", "worker")}
+    if not all(isinstance(m, list) for m in members.values()) or not any(members.values()):
+        raise ValueError(f"TF_CONFIG's cluster lists no chief or worker addresses: {cluster!r}")
+    kind, index = task.get("type"), task.get("index", 0)
+    if kind not in members or not isinstance(index, int) or not 0 <= index < len(members[kind]):
+        raise ValueError(
+            f"TF_CONFIG's task {task!r} is not one of its cluster's members "
+            f"(chief: {len(members['chief'])}, worker: {len(members['worker'])}); {expected}"
+        )
+    return len(members["chief"]) + len(members["worker"])
 
 
 def _tpu_strategy(address: str) -> tf.distribute.Strategy:
