@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SMOKE = str(ROOT / "experiments/pretrain_synthetic_smoke.yaml")
-DISTILL = str(ROOT / "experiments/distill_synthetic_smoke.yaml")
+SMOKE = "experiments/pretrain_synthetic_smoke.yaml"  # the cases run in the repository root
+DISTILL = "experiments/distill_synthetic_smoke.yaml"
 TINY = (
     "trainer.train_steps=3,trainer.checkpoint_interval=1,trainer.eval_steps=1,"
     "trainer.learning_rate.warmup_steps=1"
@@ -175,7 +175,7 @@ CASES = [
     Case(
         "mw_batch_not_multiple",
         pretrain("{tmp}/r", f"{MW},trainer.batch_size=15"),
-        "multiple of the number of replicas",
+        "must be a multiple of the number of workers",
         env=two_workers(0),
         absent=["r"],
         timeout=120,
