@@ -135,20 +135,26 @@ def test_killed_worker_cluster_resumes_from_the_last_checkpoint(runs):
     workers = start_workers(
         with_override([*PRETRAIN, "--model_dir", str(model_dir)], MULTI), 2, log_dir=log_dir
     )
-    first = model_dir / "checkpoints" / f"ckpt-{INTERVAL}.index"
+    checkpoints = model_dir / "checkpoints"
+    first = [checkpoints / f"ckpt-{INTERVAL}.index"]
+    first.append(checkpoints / ".worker_worker_1" / first[0].name)
     deadline = time.monotonic() + TIMEOUT
-    while not first.exists() and workers[0].poll() is None and time.monotonic() < deadline:
+    while not all(f.exists() for f in first) and time.monotonic() < deadline:
+        assert workers[0].poll() is None, logs(log_dir)
         time.sleep(0.02)
-    workers[1].kill()  # the non-chief worker dies mid-run ...
+    workers[1].kill()  # the non-chief worker dies mid-run, after both saved a step ...
     time.sleep(2)
     stop_workers(workers)  # ... and the cluster is restarted
-    assert first.exists(), logs(log_dir)
     assert not (model_dir / DONE_FILE).exists(), "the run finished before the kill"
-    saved = sorted(int(p.stem.split("-")[1]) for p in model_dir.glob("checkpoints/ckpt-*.index"))
+    saved = [
+        {int(p.stem.split("-")[1]) for p in directory.glob("ckpt-*.index")}
+        for directory in (checkpoints, checkpoints / ".worker_worker_1")
+    ]
+    common = max(saved[0] & saved[1])
 
     two_workers([*PRETRAIN, "--model_dir", str(model_dir)], log_dir)
     chief_log = (log_dir / "worker_0.log").read_text()
-    assert f"at step {saved[-1]}" in chief_log and 0 < saved[-1] < STEPS, chief_log[-2000:]
+    assert f"at step {common}" in chief_log and 0 < common < STEPS, chief_log[-2000:]
     assert_same_model(runs / "one", model_dir, rtol=1e-4)
     chief_only(model_dir)
 

@@ -124,6 +124,18 @@ def test_a_restarted_worker_resumes_at_the_newest_step_every_worker_saved(tmp_pa
     assert alone.endswith("ckpt-30")
 
 
+def test_a_cluster_stopped_in_its_first_save_starts_afresh(tmp_path):
+    own, peer = tmp_path / "own", tmp_path / "peer"
+    _saved(own, [10])  # the other worker was killed before its ckpt-10 was written
+    notes = []
+    weights = tf.Variable(tf.zeros([4]))
+    assert (
+        RunCheckpoint(own, peers=[str(peer)], weights=weights).restore_latest(notes.append) is None
+    )
+    assert len(notes) == 1 and "starting afresh" in notes[0]
+    assert RunCheckpoint(peer, peers=[str(own)], weights=weights).restore_latest(print) is None
+
+
 def test_no_common_step_is_refused_instead_of_a_fresh_start(tmp_path):
     own, peer = tmp_path / "own", tmp_path / "peer"
     _saved(own, [10, 20])

@@ -99,7 +99,9 @@ class RunCheckpoint:
         checkpoints it saves itself are rotated out).
         """
         newest_first = list(reversed(self.manager.checkpoints))
-        if not newest_first and self.on_disk():  # the list is missing or was damaged
+        if self.peers:  # every worker chooses from the same evidence: the files on disk
+            newest_first = list(reversed(self.on_disk()))
+        elif not newest_first and self.on_disk():  # the list is missing or was damaged
             newest_first = list(reversed(self.on_disk()))
             log(
                 f"warning: {os.path.join(self.directory, STATE_FILE)} (the list of checkpoints) "
@@ -107,7 +109,7 @@ class RunCheckpoint:
                 f"instead ({', '.join(os.path.basename(p) for p in reversed(newest_first))})"
             )
         if self.peers and newest_first:
-            newest_first = self._common_with_peers(newest_first)
+            newest_first = self._common_with_peers(newest_first, log)
         for path in newest_first:
             try:
                 read_checkpoint(self.checkpoint, path, restore=True)
@@ -125,12 +127,23 @@ class RunCheckpoint:
             )
         return None
 
-    def _common_with_peers(self, newest_first: list[str]) -> list[str]:
-        """The checkpoints in `newest_first` whose step every peer directory holds too;
-        a ValueError when there are none (a worker's checkpoints were lost: a fresh
-        start would overwrite the others')."""
+    def _common_with_peers(self, newest_first: list[str], log=print) -> list[str]:
+        """The checkpoints in `newest_first` whose step every peer directory holds too.
+
+        A worker saves step N + interval only after every worker finished saving step N
+        (the steps between need all of them), so workers that have saved more than once
+        share a step, unless a directory was lost: then a ValueError, since a fresh start
+        would overwrite the others' checkpoints. With no worker past its first save (the
+        cluster died saving it), there is nothing to resume: [] and a fresh start.
+        """
         steps = [set(int(p.rsplit("-", 1)[-1]) for p in self.on_disk(peer)) for peer in self.peers]
         common = [p for p in newest_first if all(int(p.rsplit("-", 1)[-1]) in s for s in steps)]
+        if not common and len(newest_first) <= 1 and all(len(s) <= 1 for s in steps):
+            log(
+                f"note: {newest_first[0]} is this worker's first checkpoint and no other worker "
+                "saved the same step (the cluster stopped while saving it): starting afresh"
+            )
+            return []
         if not common:
             names = ", ".join(os.path.basename(p) for p in reversed(newest_first))
             raise ValueError(
