@@ -33,6 +33,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mbert_lib.train.local_cluster import tf_config
+
 ROOT = Path(__file__).resolve().parents[1]
 SMOKE = "experiments/pretrain_synthetic_smoke.yaml"  # the cases run in the repository root
 DISTILL = "experiments/distill_synthetic_smoke.yaml"
@@ -91,9 +93,32 @@ def truncate_index(model: Path) -> None:
     latest.write_bytes(latest.read_bytes()[:20])
 
 
-def two_workers(index: int, ports=("localhost:1", "localhost:2")) -> dict[str, str]:
-    config = {"cluster": {"worker": list(ports)}, "task": {"type": "worker", "index": index}}
+def two_workers(index: int) -> dict[str, str]:
+    """TF_CONFIG for task `index` (inside it or not) of a two-worker cluster nobody listens on."""
+    config = json.loads(tf_config([1, 2], 0))
+    config["task"]["index"] = index
     return {"TF_CONFIG": json.dumps(config)}
+
+
+def tflite(*flags: str, checkpoint: str = "{model}") -> list[str]:
+    return ["export", "tflite", "--checkpoint", checkpoint, *flags, "--output", "{tmp}/o.tflite"]
+
+
+def distill(teacher: str, *flags: str) -> list[str]:
+    return [
+        "distill",
+        "--config_file",
+        DISTILL,
+        "--teacher_dir",
+        teacher,
+        "--model_dir",
+        "{tmp}/s",
+        *flags,
+    ]
+
+
+def finetune(task: str, *flags: str, init: str = "{model}") -> list[str]:
+    return ["finetune", "--task", task, "--init_checkpoint", init, "--model_dir", "{tmp}/f", *flags]
 
 
 MW = "runtime.distribution_strategy=multi_worker_mirrored"
@@ -232,134 +257,52 @@ CASES = [
     # --- distillation
     Case(
         "teacher_missing",
-        [
-            "distill",
-            "--config_file",
-            DISTILL,
-            "--teacher_dir",
-            "{tmp}/none",
-            "--model_dir",
-            "{tmp}/s",
-        ],
+        distill("{tmp}/none"),
         "none",
         absent=["s"],
     ),
     Case(
         "teacher_wrong_shape",
-        [
-            "distill",
-            "--config_file",
-            DISTILL,
-            "--teacher_dir",
-            M,
-            "--model_dir",
-            "{tmp}/s",
-            "--params_override",
-            "teacher.overrides.num_hidden_layers=3",
-        ],
+        distill(M, "--params_override", "teacher.overrides.num_hidden_layers=3"),
         "num_hidden_layers",
         absent=["s"],
     ),
     # --- exports
     Case(
         "tflite_calibration_npy",
-        [
-            "export",
-            "tflite",
-            "--checkpoint",
-            M,
-            "--precision",
-            "int8",
-            "--calibration",
-            "{tmp}/x.npy",
-            "--output",
-            "{tmp}/o.tflite",
-        ],
+        tflite("--precision", "int8", "--calibration", "{tmp}/x.npy"),
         ".npz",
         setup=write("x.npy", b"\x93NUMPY"),
         absent=["o.tflite"],
     ),
     Case(
         "tflite_calibration_corrupt",
-        [
-            "export",
-            "tflite",
-            "--checkpoint",
-            M,
-            "--precision",
-            "int8",
-            "--calibration",
-            "{tmp}/x.npz",
-            "--output",
-            "{tmp}/o.tflite",
-        ],
+        tflite("--precision", "int8", "--calibration", "{tmp}/x.npz"),
         "x.npz",
         setup=write("x.npz", b"PK\x03\x04garbage"),
         absent=["o.tflite"],
     ),
     Case(
         "tflite_mask_penalty_nan",
-        [
-            "export",
-            "tflite",
-            "--checkpoint",
-            M,
-            "--precision",
-            "int8",
-            "--int8_mask_penalty",
-            "nan",
-            "--output",
-            "{tmp}/o.tflite",
-        ],
+        tflite("--precision", "int8", "--int8_mask_penalty", "nan"),
         "--int8_mask_penalty",
         absent=["o.tflite"],
     ),
     Case(
         "tflite_mask_penalty_inf",
-        [
-            "export",
-            "tflite",
-            "--checkpoint",
-            M,
-            "--precision",
-            "int8",
-            "--int8_mask_penalty",
-            "inf",
-            "--output",
-            "{tmp}/o.tflite",
-        ],
+        tflite("--precision", "int8", "--int8_mask_penalty", "inf"),
         "--int8_mask_penalty",
         absent=["o.tflite"],
     ),
     Case(
         "tflite_seq_too_long",
-        [
-            "export",
-            "tflite",
-            "--checkpoint",
-            M,
-            "--precision",
-            "fp32",
-            "--seq_length",
-            "100000",
-            "--output",
-            "{tmp}/o.tflite",
-        ],
+        tflite("--precision", "fp32", "--seq_length", "100000"),
         "100000",
         absent=["o.tflite"],
     ),
     Case(
         "tflite_checkpoint_missing",
-        [
-            "export",
-            "tflite",
-            "--checkpoint",
-            "{tmp}/none",
-            "--precision",
-            "fp32",
-            "--output",
-            "{tmp}/o.tflite",
-        ],
+        tflite("--precision", "fp32", checkpoint="{tmp}/none"),
         "none",
         absent=["o.tflite"],
     ),
@@ -422,55 +365,25 @@ CASES = [
     # --- fine-tuning
     Case(
         "finetune_task_unknown",
-        ["finetune", "--task", "mnli2", "--init_checkpoint", M, "--model_dir", "{tmp}/f"],
+        finetune("mnli2"),
         "mnli2",
         absent=["f"],
     ),
     Case(
         "finetune_init_missing",
-        [
-            "finetune",
-            "--task",
-            "builtin_shuffled",
-            "--init_checkpoint",
-            "{tmp}/none",
-            "--model_dir",
-            "{tmp}/f",
-        ],
+        finetune("builtin_shuffled", init="{tmp}/none"),
         "none",
         absent=["f"],
     ),
     Case(
         "finetune_grid_bad_point",
-        [
-            "finetune",
-            "--task",
-            "builtin_shuffled",
-            "--init_checkpoint",
-            M,
-            "--model_dir",
-            "{tmp}/f",
-            "--grid",
-            "trainer.batch_size=[8,-1]",
-        ],
+        finetune("builtin_shuffled", "--grid", "trainer.batch_size=[8,-1]"),
         "trainer.batch_size",
         absent=["f"],
     ),
     Case(
         "finetune_data_dir_missing",
-        [
-            "finetune",
-            "--task",
-            "sst2",
-            "--source",
-            "local",
-            "--data-dir",
-            "{tmp}/none",
-            "--init_checkpoint",
-            M,
-            "--model_dir",
-            "{tmp}/f",
-        ],
+        finetune("sst2", "--source", "local", "--data-dir", "{tmp}/none"),
         "none",
         absent=["f"],
     ),

@@ -27,6 +27,7 @@ import tensorflow as tf
 from mbert_lib import atomic
 from mbert_lib.checkpoints import DamagedCheckpointError, read_checkpoint
 from mbert_lib.hardware import describe
+from mbert_lib.train.workers import cluster_members, worker_shard
 
 DONE_FILE = "training_done.json"
 STATE_FILE = "checkpoint"  # tf.train's list of a directory's checkpoints
@@ -205,49 +206,11 @@ def write_done(model_dir: str | os.PathLike, train_steps: int, **info) -> None:
 
 def is_chief(strategy: tf.distribute.Strategy) -> bool:
     """True on the worker that writes summaries, exports and the done marker."""
-    resolver = getattr(strategy, "cluster_resolver", None)
-    if resolver is None or not resolver.task_type:
-        return True
-    return resolver.task_type == "chief" or (
-        resolver.task_type == "worker"
-        and resolver.task_id == 0
-        and "chief" not in resolver.cluster_spec().as_dict()
-    )
+    return worker_shard(strategy).index == 0
 
 
-def _scratch_name(strategy: tf.distribute.Strategy) -> str:
-    resolver = strategy.cluster_resolver
-    return f".worker_{resolver.task_type}_{resolver.task_id}"
-
-
-def remove_worker_scratch(model_dir: str | os.PathLike, strategy: tf.distribute.Strategy) -> None:
-    """Removes this worker's scratch directories under model_dir (a finished run's
-    non-chief worker: nothing reads them any more)."""
-    if is_chief(strategy):
-        return
-    name = _scratch_name(strategy)
-    for root, dirs, _ in os.walk(os.fspath(model_dir)):
-        if name in dirs:
-            shutil.rmtree(os.path.join(root, name), ignore_errors=True)
-            dirs.remove(name)
-
-
-def peer_directories(directory: str, strategy: tf.distribute.Strategy) -> list[str]:
-    """The checkpoint directories of the cluster's other workers (see `worker_directory`)."""
-    resolver = getattr(strategy, "cluster_resolver", None)
-    if resolver is None or not resolver.task_type:
-        return []
-    cluster = resolver.cluster_spec().as_dict()
-    members = [(kind, i) for kind in ("chief", "worker") for i in range(len(cluster.get(kind, [])))]
-    own = (resolver.task_type, resolver.task_id)
-    chief = members[0]
-    return [
-        directory
-        if member == chief
-        else os.path.join(directory, f".worker_{member[0]}_{member[1]}")
-        for member in members
-        if member != own
-    ]
+def _scratch(directory: str, member: tuple[str, int]) -> str:
+    return os.path.join(directory, f".worker_{member[0]}_{member[1]}")
 
 
 def worker_directory(directory: str, strategy: tf.distribute.Strategy) -> str:
@@ -260,6 +223,28 @@ def worker_directory(directory: str, strategy: tf.distribute.Strategy) -> str:
     the scratch directories live inside the chief's, on storage every worker
     reads, until the run finishes.
     """
-    if is_chief(strategy):
-        return directory
-    return os.path.join(directory, _scratch_name(strategy))
+    members, index = cluster_members(strategy)
+    return directory if index == 0 else _scratch(directory, members[index])
+
+
+def peer_directories(directory: str, strategy: tf.distribute.Strategy) -> list[str]:
+    """The checkpoint directories of the cluster's other workers (see `worker_directory`)."""
+    members, index = cluster_members(strategy)
+    return [
+        directory if i == 0 else _scratch(directory, member)
+        for i, member in enumerate(members)
+        if i != index
+    ]
+
+
+def remove_worker_scratch(model_dir: str | os.PathLike, strategy: tf.distribute.Strategy) -> None:
+    """Removes this worker's scratch directories under model_dir (a finished run's
+    non-chief worker: nothing reads them any more)."""
+    members, index = cluster_members(strategy)
+    if index == 0:
+        return
+    name = os.path.basename(_scratch("", members[index]))
+    for root, dirs, _ in os.walk(os.fspath(model_dir)):
+        if name in dirs:
+            shutil.rmtree(os.path.join(root, name), ignore_errors=True)
+            dirs.remove(name)

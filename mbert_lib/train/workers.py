@@ -40,21 +40,25 @@ class WorkerShard:
         return self.index * local, (self.index + 1) * local
 
 
-def worker_shard(strategy: tf.distribute.Strategy) -> WorkerShard:
-    """This process's WorkerShard: (0, 1) unless the strategy spans several workers.
+def cluster_members(strategy: tf.distribute.Strategy) -> tuple[list[tuple[str, int]], int]:
+    """The cluster's workers as (task type, task id), and this process's index among them;
+    ([], 0) without a cluster.
 
-    A cluster's workers are numbered as MultiWorkerMirroredStrategy numbers its
-    replicas: the chief (if the cluster names one) first, then worker 0, 1, ...
+    They are numbered as MultiWorkerMirroredStrategy numbers its replicas: the chief
+    (if the cluster names one) first, then worker 0, 1, ...; the first is the chief.
     """
     resolver = getattr(strategy, "cluster_resolver", None)
     if resolver is None or not resolver.task_type:
-        return WorkerShard()
+        return [], 0
     cluster = resolver.cluster_spec().as_dict()
-    members = [("chief", i) for i in range(len(cluster.get("chief", [])))]
-    members += [("worker", i) for i in range(len(cluster.get("worker", [])))]
-    if len(members) <= 1:
-        return WorkerShard()
-    return WorkerShard(members.index((resolver.task_type, resolver.task_id)), len(members))
+    members = [(kind, i) for kind in ("chief", "worker") for i in range(len(cluster.get(kind, [])))]
+    return members, members.index((resolver.task_type, resolver.task_id))
+
+
+def worker_shard(strategy: tf.distribute.Strategy) -> WorkerShard:
+    """This process's WorkerShard: (0, 1) unless the strategy spans several workers."""
+    members, index = cluster_members(strategy)
+    return WorkerShard(index, len(members)) if len(members) > 1 else WorkerShard()
 
 
 def shard_rows(dataset: tf.data.Dataset, shard: WorkerShard) -> tf.data.Dataset:
