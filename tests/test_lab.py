@@ -16,7 +16,13 @@ from mbert_lib.lab.data import MODEL_INPUTS, LabExamples, make_examples
 from mbert_lib.lab.loop import StageRunner, StageSchedule
 from mbert_lib.lab.measure import evaluate, rule_attention_mass
 from mbert_lib.lab.recipes import AT_VARIANTS, LABELS, VARIANTS
-from mbert_lib.lab.run import built_model, lab_models, run_lab, settings_fingerprint
+from mbert_lib.lab.run import (
+    built_model,
+    lab_models,
+    read_weights,
+    run_lab,
+    settings_fingerprint,
+)
 from mbert_lib.lab.settings import lab_settings, student_config, teacher_config
 from mbert_lib.pipeline.steps_lab import FAST_LAB, fast_lab_dir
 from mbert_lib.viz.attention_explorer import AttentionExplorer
@@ -224,6 +230,15 @@ def test_a_tiny_lab_writes_paired_seeds_and_resumes(tmp_path):
     again = run_lab(settings, tmp_path, lines.append)
     assert again["resumed"] and again["students"] == summary["students"]
     assert any("read back" in line for line in lines)
+    # one student at a time trains the same students, weight for weight, as two side by side
+    alone = tmp_path / "one_thread"
+    for name in ("teacher.json", "teacher_weights.npz"):
+        (alone / "attention_lab").mkdir(parents=True, exist_ok=True)
+        shutil.copy(fast_lab_dir() / "attention_lab" / name, alone / "attention_lab" / name)
+    assert run_lab(settings, alone, print, student_threads=1)["students"] == summary["students"]
+    for path in (fast_lab_dir() / "attention_lab" / "students").glob("*.npz"):
+        for a, b in zip(read_weights(path), read_weights(alone / path.relative_to(fast_lab_dir()))):
+            np.testing.assert_array_equal(a, b, err_msg=path.name)
     # a student setting trains the students again, not the teacher; a task setting both
     records = [json.loads(p.read_text()) for p in (tmp_path / "attention_lab").rglob("*.json")]
     assert {r["fingerprint"] for r in records} == {

@@ -3,6 +3,12 @@
 Each finished model leaves a small record and its weights under `<out>/attention_lab/`,
 so a killed lab resumes with the next student; a record made with other settings is
 trained again. `lab_models` reads the models back (for the maps and the explorer).
+
+The students train two at a time, each of two threads with its own model and compiled steps. A
+student's numbers do not depend on which thread trains it or what runs beside it: the
+compiled steps split their work by the size of TensorFlow's thread pool, not by the load
+(the tests compare a two-thread lab with a one-thread one, weight for weight). Two small
+models side by side keep both cores busier than one that the pool splits.
 """
 
 from __future__ import annotations
@@ -10,8 +16,11 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import queue
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -275,8 +284,16 @@ def _summary(settings, teacher_record, students, seconds, resumed, data) -> dict
     }
 
 
-def run_lab(settings: LabSettings, out_dir, log: Callable[[str], None] = print) -> dict:
-    """Runs (or resumes) the lab into out_dir; returns what it wrote to attention_lab.json."""
+def _done(variant: str, seed: int, record: dict, how: str = "") -> str:
+    seconds = f"{record['seconds']:.0f} s" + (f", {how}" if how else "")
+    return f"{variant} seed {seed}: {record['structured_accuracy']:.1%} structured ({seconds})"
+
+
+def run_lab(
+    settings: LabSettings, out_dir, log: Callable[[str], None] = print, student_threads: int = 2
+) -> dict:
+    """Runs (or resumes) the lab into out_dir, training `student_threads` students at a
+    time; returns what it wrote to attention_lab.json."""
     out_dir = Path(out_dir)
     work = out_dir / WORK_DIR
     fingerprint = settings_fingerprint(settings)
@@ -291,26 +308,51 @@ def run_lab(settings: LabSettings, out_dir, log: Callable[[str], None] = print) 
             **recipes.teacher_targets(teacher, train.arrays, settings.num_layers),
         },
     )
-    student = built_model(student_config(settings), settings.task.seq_length)
-    runner = StageRunner(student, train.arrays, settings.jit_compile)
-    students: dict[str, dict[int, dict]] = {}
+    students: dict[str, dict[int, dict]] = {v: {} for v in recipes.VARIANTS}
+    todo: queue.SimpleQueue = queue.SimpleQueue()
     for variant in recipes.VARIANTS:
         for seed in range(settings.seeds):
             path, weights = student_paths(work, variant, seed)
             record = _read(path, fingerprint) if weights.is_file() else None
-            resumed = resumed or record is not None
             if record is None:
+                todo.put((variant, seed))
+            else:
+                resumed = True
+                students[variant][seed] = record
+                log(_done(variant, seed, record, "read back"))
+    for seed in range(settings.seeds):
+        initial_weights(settings, seed)  # seeds Keras's global generator: not in a thread
+    failed = threading.Event()
+
+    def worker(student, runner: StageRunner) -> None:
+        while not failed.is_set():
+            try:
+                variant, seed = todo.get_nowait()
+            except queue.Empty:
+                return
+            try:
                 record = {
                     "fingerprint": fingerprint,
                     **train_student(variant, seed, teacher, student, runner, settings, train, dev),
                 }
-                write_weights(weights, student)  # before the record that marks it done
-                _write(path, record)
-            students.setdefault(variant, {})[seed] = record
-            log(
-                f"{variant} seed {seed}: {record['structured_accuracy']:.1%} structured "
-                f"({record['seconds']:.0f} s)"
-            )
+            except BaseException:
+                failed.set()
+                raise
+            path, weights = student_paths(work, variant, seed)
+            write_weights(weights, student)  # before the record that marks it done
+            _write(path, record)
+            students[variant][seed] = record
+            log(_done(variant, seed, record))
+
+    seq_length = settings.task.seq_length
+    models = [built_model(student_config(settings), seq_length) for _ in range(student_threads)]
+    with ThreadPoolExecutor(len(models)) as pool:
+        running = [
+            pool.submit(worker, m, StageRunner(m, train.arrays, settings.jit_compile))
+            for m in models
+        ]
+        for thread in running:
+            thread.result()
     summary = _summary(
         settings,
         teacher_record,
@@ -319,6 +361,7 @@ def run_lab(settings: LabSettings, out_dir, log: Callable[[str], None] = print) 
         resumed,
         {"train": train.fingerprint, "dev": dev.fingerprint},
     )
+    summary["student_threads"] = student_threads  # students trained side by side
     _write(out_dir / RESULT_FILE, summary)
     return summary
 
