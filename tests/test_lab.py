@@ -230,15 +230,21 @@ def test_a_tiny_lab_writes_paired_seeds_and_resumes(tmp_path):
     again = run_lab(settings, tmp_path, lines.append)
     assert again["resumed"] and again["students"] == summary["students"]
     assert any("read back" in line for line in lines)
-    # one student at a time trains the same students, weight for weight, as two side by side
+    # one student at a time trains the same students as two side by side: equal weights up
+    # to float rounding (these steps are not XLA-compiled: TensorFlow's CPU kernels may
+    # sum in another order under load, one at a time or not)
     alone = tmp_path / "one_thread"
     for name in ("teacher.json", "teacher_weights.npz"):
         (alone / "attention_lab").mkdir(parents=True, exist_ok=True)
         shutil.copy(fast_lab_dir() / "attention_lab" / name, alone / "attention_lab" / name)
-    assert run_lab(settings, alone, print, student_threads=1)["students"] == summary["students"]
+    one = run_lab(settings, alone, print, student_threads=1)["students"]
+    for variant, accuracies in summary["students"].items():
+        assert one[variant] == pytest.approx(accuracies, abs=0.02), variant
     for path in (fast_lab_dir() / "attention_lab" / "students").glob("*.npz"):
         for a, b in zip(read_weights(path), read_weights(alone / path.relative_to(fast_lab_dir()))):
-            np.testing.assert_array_equal(a, b, err_msg=path.name)
+            np.testing.assert_allclose(
+                a, b, rtol=1e-4, atol=1e-6 * np.abs(a).max(), err_msg=path.name
+            )
     # a student setting trains the students again, not the teacher; a task setting both
     records = [json.loads(p.read_text()) for p in (tmp_path / "attention_lab").rglob("*.json")]
     assert {r["fingerprint"] for r in records} == {

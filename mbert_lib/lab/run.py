@@ -6,9 +6,10 @@ trained again. `lab_models` reads the models back (for the maps and the explorer
 
 The students train two at a time, each of two threads with its own model and compiled steps. A
 student's numbers do not depend on which thread trains it or what runs beside it: the
-compiled steps split their work by the size of TensorFlow's thread pool, not by the load
-(the tests compare a two-thread lab with a one-thread one, weight for weight). Two small
-models side by side keep both cores busier than one that the pool splits.
+XLA-compiled steps split their work by the size of TensorFlow's thread pool, not by the
+load (`experiments/lab_student_threads.py`: equal weights bit for bit; the tests compare the tiny
+lab's uncompiled students, one thread against two, to float rounding). Two small models
+side by side keep both cores busier than one that the pool splits.
 """
 
 from __future__ import annotations
