@@ -28,12 +28,14 @@ import hashlib
 import os
 from collections.abc import Iterable, Sequence
 
+import numpy as np
+import tensorflow as tf
 import tf_keras
 
 from mbert_lib import paper
 from mbert_lib.bench.timing import interleaved_timings
 from mbert_lib.config import MobileBertConfig, get_preset
-from mbert_lib.export import tflite
+from mbert_lib.export import onnx, tflite
 from mbert_lib.export.interpreter import TFLiteModel
 from mbert_lib.export.representative import random_features
 from mbert_lib.models import build_encoder, count_params
@@ -110,25 +112,51 @@ def variants(
     return out
 
 
-def export_variant(variant: Variant, workdir: str, seq_length: int, seed: int = 0) -> dict:
-    """Writes (or reuses) the variant's .tflite; returns {path, size_bytes, params}.
+def export_variant(
+    variant: Variant,
+    workdir: str,
+    seq_length: int,
+    features: dict[str, np.ndarray] | None = None,
+    onnxruntime: bool = False,
+) -> dict:
+    """Writes (or reuses) the variant's .tflite, and with `onnxruntime` its .onnx when ONNX
+    Runtime has the precision; returns {path, size_bytes, params}, with `features` also
+    `keras` (the encoder's outputs on them) and with the .onnx onnx_path and
+    onnx_size_bytes. Weights are random from seed 0: latency does not depend on them.
 
-    The file name carries a hash of config, precision and seq_length, so a
+    The file names carry a hash of config, precision and seq_length, so a
     kept workdir is reused only for the same export.
     """
 
     tag = hashlib.sha1(
         (variant.config.to_json_string() + variant.precision + str(seq_length)).encode()
     ).hexdigest()[:8]
-    path = os.path.join(workdir, f"{variant.key}_T{seq_length}_{tag}.tflite")
-    tf_keras.utils.set_random_seed(seed)
+    stem = os.path.join(workdir, f"{variant.key}_T{seq_length}_{tag}")
+    tf_keras.utils.set_random_seed(0)
     encoder = build_encoder(variant.config, seq_length)
-    params = count_params(encoder)
-    if not os.path.exists(path):
-        tflite.export_tflite(encoder, path, variant.precision, seq_length)
+    out = {"path": stem + ".tflite", "params": count_params(encoder)}
+    if features is not None:
+        serving = tflite.serving_function(encoder, seq_length)
+        inputs = {k: tf.constant(v) for k, v in features.items()}
+        out["keras"] = {k: v.numpy() for k, v in serving(**inputs).items()}
+    if not os.path.exists(out["path"]):
+        tflite.export_tflite(encoder, out["path"], variant.precision, seq_length)
+    out["size_bytes"] = os.path.getsize(out["path"])
+    if onnxruntime and variant.precision in onnx.ONNX_PRECISIONS:
+        out["onnx_path"] = stem + ".onnx"
+        if not os.path.exists(out["onnx_path"]):
+            onnx.export_onnx(encoder, out["onnx_path"], variant.precision, seq_length)
+        out["onnx_size_bytes"] = os.path.getsize(out["onnx_path"])
     del encoder
     gc.collect()
-    return {"path": path, "size_bytes": os.path.getsize(path), "params": params}
+    return out
+
+
+def relative_error(outputs: dict, reference: dict) -> float:
+    """max |sequence_output − reference| / max |reference|: how far a runtime's encoder
+    output is from Keras's on the same input."""
+    ref = reference["sequence_output"]
+    return float(np.max(np.abs(outputs["sequence_output"] - ref)) / np.max(np.abs(ref)))
 
 
 def measure(
@@ -139,50 +167,68 @@ def measure(
     repeats: int = 30,
     warmup: int = 5,
     log=print,
+    onnxruntime: bool = False,
+    onnxruntime_spinning: bool = True,
 ) -> list[dict]:
-    """Exports every variant, then times all (variant, threads) cases interleaved.
+    """Exports every variant, then times all (variant, threads) cases interleaved; with
+    `onnxruntime`, each fp32 and dynamic_int8 variant also as ONNX run by ONNX Runtime,
+    in the same rounds (its threads spinning between runs, its default, unless
+    `onnxruntime_spinning` is False).
 
-    Returns one record per case: model, normalization_type, hidden_act,
-    precision, threads, seq_length, batch_size, median_ms, min_ms, max_ms,
-    repeats, size_bytes, params, tflite, op_counts, load_1min (the 1-minute load
-    average when the timing ended: above the core count, other work shared the CPU).
+    Returns one record per case: runtime ("litert" or "onnxruntime"), model,
+    normalization_type, hidden_act, precision, threads, seq_length, batch_size,
+    median_ms, min_ms, max_ms, repeats, size_bytes, params, tflite (or onnx: the file),
+    relative_error_vs_keras (`relative_error` on the timed input), op_counts, load_1min
+    (the 1-minute load average when the timing ended: above the core count, other work
+    shared the CPU). Ratios between runtimes: `runtime_ratios`.
     """
 
-    exported = {}
+    if onnxruntime:
+        onnx.require_onnx()
+    exported, features = {}, {}
     for v in variant_list:
         log(f"export {v.key} (seq {seq_length}) ...")
-        exported[v.key] = export_variant(v, workdir, seq_length)
+        features[v.key] = random_features(1, seq_length, v.config.vocab_size, pad_fraction=0.0)
+        exported[v.key] = export_variant(v, workdir, seq_length, features[v.key], onnxruntime)
     runners, meta = {}, {}
     for v in variant_list:
-        features = random_features(1, seq_length, v.config.vocab_size, pad_fraction=0.0)
+        f, done = features[v.key], exported[v.key]
         for n in threads:
-            model = TFLiteModel(exported[v.key]["path"], num_threads=n)
-            case = f"{v.key}/{n}"
-            runners[case] = lambda m=model, f=features: m.runner(**f)
-            meta[case] = (v, n, dict(sorted(model.op_counts().items())))
+            models = [("litert", TFLiteModel(done["path"], num_threads=n))]
+            if "onnx_path" in done:
+                session = onnx.OnnxModel(done["onnx_path"], n, spinning=onnxruntime_spinning)
+                models.append(("onnxruntime", session))
+            for runtime, model in models:
+                case = f"{runtime}/{v.key}/{n}"
+                runners[case] = lambda m=model, f=f: m.runner(**f)
+                onnx_file = runtime == "onnxruntime"
+                meta[case] = {
+                    "runtime": runtime,
+                    "model": v.model,
+                    "normalization_type": v.config.normalization_type,
+                    "hidden_act": v.config.hidden_act,
+                    "precision": v.precision,
+                    "threads": n,
+                    "seq_length": seq_length,
+                    "batch_size": 1,
+                    "size_bytes": done["onnx_size_bytes" if onnx_file else "size_bytes"],
+                    "params": done["params"],
+                    ("onnx" if onnx_file else "tflite"): done["onnx_path" if onnx_file else "path"],
+                    "relative_error_vs_keras": relative_error(model.runner(**f), done["keras"]),
+                    "op_counts": dict(sorted(model.op_counts().items())),
+                }
     log(f"timing {len(runners)} cases interleaved: {warmup} warm-up + {repeats} timed rounds")
     timings = interleaved_timings(runners, repeats=repeats, warmup=warmup)
     load = round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None
     records = []
     for case, timing in timings.items():
-        v, n, ops = meta[case]
         records.append(
             {
-                "model": v.model,
-                "normalization_type": v.config.normalization_type,
-                "hidden_act": v.config.hidden_act,
-                "precision": v.precision,
-                "threads": n,
-                "seq_length": seq_length,
-                "batch_size": 1,
+                **meta[case],
                 "median_ms": round(timing.median_ms, 3),
                 "min_ms": round(timing.min_ms, 3),
                 "max_ms": round(timing.max_ms, 3),
                 "repeats": timing.repeats,
-                "size_bytes": exported[v.key]["size_bytes"],
-                "params": exported[v.key]["params"],
-                "tflite": exported[v.key]["path"],
-                "op_counts": ops,
                 "load_1min": load,
             }
         )
@@ -190,11 +236,13 @@ def measure(
 
 
 def _pick(records, model, threads, precision=None, config=None):
-    """Records of `model` at `threads`, with the preset's own norm/act if `config` is given."""
+    """LiteRT's records of `model` at `threads`, with the preset's own norm/act if `config`
+    is given."""
     return [
         r
         for r in records
-        if r["model"] == model
+        if r.get("runtime", "litert") == "litert"
+        and r["model"] == model
         and r["threads"] == threads
         and (precision is None or r["precision"] == precision)
         and (
@@ -249,26 +297,43 @@ def summarize(records: Sequence[dict]) -> list[dict]:
     return rows
 
 
+def runtime_ratios(records: Sequence[dict]) -> list[dict]:
+    """ONNX Runtime against LiteRT on the same encoder, precision and threads: each row's
+    onnxruntime_over_litert is ONNX Runtime's median / LiteRT's (below 1: ONNX Runtime is
+    faster), with both medians and the two sizes."""
+    litert = {_case(r): r for r in records if r.get("runtime", "litert") == "litert"}
+    rows = []
+    for r in records:
+        base = litert.get(_case(r)) if r.get("runtime") == "onnxruntime" else None
+        if base is not None:
+            rows.append(
+                {
+                    **dict(zip(("model", "norm", "act", "precision", "threads"), _case(r))),
+                    "litert_ms": base["median_ms"],
+                    "onnxruntime_ms": r["median_ms"],
+                    "onnxruntime_over_litert": r["median_ms"] / base["median_ms"],
+                    "litert_bytes": base["size_bytes"],
+                    "onnxruntime_bytes": r["size_bytes"],
+                }
+            )
+    return rows
+
+
+def _case(r: dict) -> tuple:
+    return (r["model"], r["normalization_type"], r["hidden_act"], r["precision"], r["threads"])
+
+
 def format_report(records: Sequence[dict]) -> str:
     """Every case (sorted), then the ratios beside the paper's."""
 
     lines = [
-        f"{'model':<17}{'norm':<11}{'act':<6}{'precision':<13}{'thr':>4}"
+        f"{'runtime':<13}{'model':<17}{'norm':<11}{'act':<6}{'precision':<13}{'thr':>4}"
         f"{'median ms':>11}{'min ms':>9}{'MB':>9}"
     ]
-    for r in sorted(
-        records,
-        key=lambda r: (
-            r["model"],
-            r["threads"],
-            r["precision"],
-            r["normalization_type"],
-            r["hidden_act"],
-        ),
-    ):
+    for r in sorted(records, key=lambda r: (*_case(r), r.get("runtime", "litert"))):
         lines.append(
-            f"{r['model']:<17}{r['normalization_type']:<11}{r['hidden_act']:<6}"
-            f"{r['precision']:<13}{r['threads']:>4}{r['median_ms']:>11.2f}"
+            f"{r.get('runtime', 'litert'):<13}{r['model']:<17}{r['normalization_type']:<11}"
+            f"{r['hidden_act']:<6}{r['precision']:<13}{r['threads']:>4}{r['median_ms']:>11.2f}"
             f"{r['min_ms']:>9.2f}{r['size_bytes'] / 1e6:>9.2f}"
         )
     lines.append("")
@@ -285,5 +350,14 @@ def format_report(records: Sequence[dict]) -> str:
             f"{s['latency_ratio_fp32_min']:.2f}x); "
             f"fastest ({s['fastest_precision']}) {s['fastest_speedup']:.2f}x; "
             f"size fp32 {s['size_ratio_fp32']:.2f}x" + (f", dynamic_int8 {dyn:.2f}x" if dyn else "")
+        )
+    ratios = runtime_ratios(records)
+    if ratios:
+        lines += ["", "ONNX Runtime / LiteRT, same encoder (below 1: ONNX Runtime is faster)"]
+    for r in ratios:
+        lines.append(
+            f"  {r['model']} {r['precision']}, {r['threads']} thread(s): "
+            f"{r['onnxruntime_over_litert']:.2f}x ({r['onnxruntime_ms']:.1f} / "
+            f"{r['litert_ms']:.1f} ms)"
         )
     return "\n".join(lines)

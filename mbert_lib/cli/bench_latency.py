@@ -50,6 +50,12 @@ def add_arguments(parser) -> None:
         "--skip_table7", action="store_true", help="skip the LayerNorm/NoNorm x gelu/relu grid"
     )
     parser.add_argument(
+        "--onnxruntime",
+        action="store_true",
+        help="also export each fp32 and dynamic_int8 encoder through tf2onnx and time it "
+        "with ONNX Runtime in the same interleaved rounds (requirements-clients.txt)",
+    )
+    parser.add_argument(
         "--anchor_python",
         help="Python of the tf-models venv (experiments/tf_models_anchor/README.md): "
         "time tf-models' MobileBERT encoder against ours instead, same run",
@@ -97,6 +103,16 @@ def run(args) -> int:
     if not threads or min(threads) < 1:
         raise CommandError(f"--threads must be positive, got {args.threads!r}")
     check_seq_length(args.seq_length, {m: tflite_latency.MODELS[m][0] for m in models})
+    if args.onnxruntime:
+        # on use: building the parser (--help) must not load TensorFlow
+        from mbert_lib.export.onnx import require_onnx
+
+        try:
+            require_onnx()
+        except ModuleNotFoundError as e:
+            raise CommandError(f"--onnxruntime: {e}") from None
+        if args.anchor_python is not None:
+            raise CommandError("--onnxruntime times our encoders; leave out --anchor_python")
     if args.anchor_python is None and args.rounds is not None:
         raise CommandError("--rounds needs --anchor_python (rounds time ours and the anchor)")
     workdir = args.workdir or os.path.join(tempfile.gettempdir(), "mbert_latency")
@@ -105,7 +121,13 @@ def run(args) -> int:
     variant_list = tflite_latency.variants(models, precisions, table7=not args.skip_table7)
     os.makedirs(workdir, exist_ok=True)
     records = tflite_latency.measure(
-        variant_list, workdir, args.seq_length, threads, args.repeats, args.warmup
+        variant_list,
+        workdir,
+        args.seq_length,
+        threads,
+        args.repeats,
+        args.warmup,
+        onnxruntime=args.onnxruntime,
     )
     write_json(records, args.json)
     print(tflite_latency.format_report(records))

@@ -49,7 +49,7 @@ def _scores(attention, qk, keep, mask_penalty: float):
     """The masked, scaled scores [B, N, T, S] that enter the softmax. keep: [B, 1, 1, S]."""
     q = attention.query(qk)  # [B, T, N, d]
     k = attention.key(qk)  # [B, S, N, d]
-    scores = tf.einsum("BTNd,BSNd->BNTS", q, k) * (1.0 / math.sqrt(attention.head_size))
+    scores = tf.einsum("btnh,bsnh->bnts", q, k) * (1.0 / math.sqrt(attention.head_size))
     return scores * keep - mask_penalty * (1.0 - keep)  # scores ⊙ m − c(1 − m)
 
 
@@ -57,7 +57,7 @@ def _attend(attention, qk, v, keep, mask_penalty: float):
     """MultiHeadAttention.call with the bounded mask. keep: [B, 1, 1, S] float 0/1."""
     value = attention.value(v)  # [B, S, N, d]
     probs = tf.nn.softmax(_scores(attention, qk, keep, mask_penalty), axis=-1)  # [B, N, T, S]
-    context = tf.einsum("BNTS,BSNd->BTNd", probs, value)  # [B, T, N, d]
+    context = tf.einsum("bnts,bsnh->btnh", probs, value)  # [B, T, N, d]
     return attention.attention_output(context)  # [B, T, h]
 
 

@@ -57,7 +57,9 @@ class HeadProjection(tf_keras.layers.Layer):
         super().build(input_shape)
 
     def call(self, x):
-        return tf.einsum("BTD,DNd->BTNd", x, self.kernel) + self.bias
+        # Labels in one case, each letter once: tf2onnx reads an equation case-blind, and
+        # "BTD,DNd" would become "btd,dnd" (d = D), a contraction ONNX cannot run.
+        return tf.einsum("btd,dnh->btnh", x, self.kernel) + self.bias
 
     def get_config(self):
         return {
@@ -86,7 +88,7 @@ class HeadMerge(tf_keras.layers.Layer):
         super().build(input_shape)
 
     def call(self, x):
-        return tf.einsum("BTNd,NdO->BTO", x, self.kernel) + self.bias
+        return tf.einsum("btnh,nho->bto", x, self.kernel) + self.bias
 
     def get_config(self):
         return {

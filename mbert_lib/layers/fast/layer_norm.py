@@ -103,3 +103,19 @@ class LayerNorm(tf_keras.layers.LayerNormalization):
         )
         y.set_shape(x.shape)  # the signature's unknown sizes, made known
         return tf.cast(y, dtype)
+
+
+@contextlib.contextmanager
+def unfused_layer_norms(model):
+    """Inside the block every LayerNorm of `model` runs its formula by TensorFlow's
+    kernels: for a graph traced for another runtime (tf2onnx reads no XLA-compiled
+    function; it would keep it as a call ONNX has no op for)."""
+    norms = [m for m in model.submodules if isinstance(m, LayerNorm) and m._xla_formula]
+    saved = [m._xla_formula for m in norms]
+    for norm in norms:
+        norm._xla_formula = None
+    try:
+        yield
+    finally:
+        for norm, formula in zip(norms, saved):
+            norm._xla_formula = formula
