@@ -40,6 +40,7 @@ LAYERS = (
     {"lab"},  # the attention-transfer lab on a generated task
     {"convert"},  # released checkpoints in: TF1, Hugging Face
     {"export"},  # trained models out: TFLite, Hugging Face, SavedModel
+    {"compress"},  # pruning beyond the paper
     {"bench"},  # benchmarks
     {"tables"},  # paper-vs-ours tables
     {"viz"},  # figures

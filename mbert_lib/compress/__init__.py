@@ -1,0 +1,1 @@
+"""Compression beyond the paper: magnitude pruning with TensorFlow Model Optimization."""
