@@ -6,9 +6,13 @@ Precisions:
 
     fp32          the converted graph as it is: equal to Keras up to float rounding.
     dynamic_int8  `onnxruntime.quantization.quantize_dynamic`: int8 weights of every
-                  MatMul, activations quantized on the fly (DynamicQuantizeLinear then
-                  MatMulInteger), the counterpart of LiteRT's dynamic range
-                  quantization. Gather (the embedding table) stays fp32.
+                  MatMul (per output channel), activations quantized on the fly
+                  (DynamicQuantizeLinear then MatMulInteger), the counterpart of LiteRT's
+                  dynamic range quantization; the word embedding's Gather reads a uint8
+                  table.
+
+Before either, `onnx_graph` rewrites what tf2onnx leaves that ONNX Runtime cannot run or
+quantize (see there).
 
 `OnnxModel` runs a file with ONNX Runtime's CPU provider, `num_threads` intra-op
 threads and every graph optimization on; `profile` sums its per-node times by op type.
