@@ -8,7 +8,9 @@ import tensorflow as tf
 import tf_keras
 
 from mbert_lib.compress import pruning
+from mbert_lib.compress.size import gzip_bytes
 from mbert_lib.config import get_preset
+from mbert_lib.export.tflite import export_tflite
 from mbert_lib.models import build_classifier, dummy_inputs
 
 pytestmark = pytest.mark.slow  # trains, converts or runs a pipeline: `-m "not slow"` skips it
@@ -113,3 +115,23 @@ def test_wrapping_twice_is_refused():
     pruning.wrap_kernels(model, pruning.Schedule(final=0.5))
     with pytest.raises(ValueError, match="already wrapped"):
         pruning.wrap_kernels(model, pruning.Schedule(final=0.5))
+
+
+def test_the_zeros_pay_off_in_the_gzipped_tflite_not_in_the_file(tmp_path):
+    import gzip
+
+    dense, pruned = _classifier(seed=2), _classifier(seed=2)
+    schedule = pruning.Schedule(final=0.8, initial=0.8, begin=0, end=10, frequency=1)
+    inputs, _ = _batch(seed=2)
+    pruning.wrap_kernels(pruned, schedule, inputs)
+    pruned(inputs, training=True)
+    pruning.strip(pruned)
+    sizes = {}
+    for name, model in (("dense", dense), ("pruned", pruned)):
+        path = tmp_path / f"{name}.tflite"
+        export_tflite(model, path, "fp32", seq_length=16)
+        raw = path.read_bytes()
+        assert gzip_bytes(path) == len(gzip.compress(raw, compresslevel=9, mtime=0))
+        sizes[name] = (len(raw), gzip_bytes(path))
+    assert abs(sizes["pruned"][0] - sizes["dense"][0]) < 0.01 * sizes["dense"][0]  # same shapes
+    assert sizes["pruned"][1] < 0.75 * sizes["dense"][1], sizes

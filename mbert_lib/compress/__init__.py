@@ -1,1 +1,2 @@
-"""Compression beyond the paper: magnitude pruning with TensorFlow Model Optimization."""
+"""Compression beyond the paper: magnitude pruning with TensorFlow Model Optimization
+(`pruning`) and the compressed size that pruning's zeros buy (`size`)."""
