@@ -139,25 +139,22 @@ def strip(model) -> int:
     return unwrapped
 
 
-def kernel_sparsity(model) -> dict[str, float]:
-    """{kernel's variable name: fraction of exact zeros} over the pruning targets."""
-    out = {}
+def _kernels(model):
+    """The kernel variable of each pruning target, wrapped or not."""
     for owner, name in pruning_targets(model):
         layer = getattr(owner, name)
-        kernel = layer.layer.layer.kernel if isinstance(layer, PruneLowMagnitude) else layer.kernel
-        out[kernel.name] = float(np.mean(kernel.numpy() == 0))
-    return out
+        yield layer.layer.layer.kernel if isinstance(layer, PruneLowMagnitude) else layer.kernel
+
+
+def kernel_sparsity(model) -> dict[str, float]:
+    """{kernel's variable name: fraction of exact zeros} over the pruning targets."""
+    return {kernel.name: float(np.mean(kernel.numpy() == 0)) for kernel in _kernels(model)}
 
 
 def overall_sparsity(model) -> float:
     """The fraction of zeros over all pruned kernels together."""
-    zeros = total = 0
-    for owner, name in pruning_targets(model):
-        layer = getattr(owner, name)
-        kernel = layer.layer.layer.kernel if isinstance(layer, PruneLowMagnitude) else layer.kernel
-        value = kernel.numpy()
-        zeros, total = zeros + int(np.sum(value == 0)), total + value.size
-    return zeros / total
+    values = [kernel.numpy() for kernel in _kernels(model)]
+    return sum(int(np.sum(v == 0)) for v in values) / sum(v.size for v in values)
 
 
 def magnitude_mask(kernel: np.ndarray, sparsity: float) -> np.ndarray:

@@ -65,7 +65,6 @@ def export_onnx(
     import tf2onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    # on use: tf2onnx and onnx are optional (requirements-clients.txt)
     from mbert_lib.export import onnx_graph
 
     onnx_graph.register_erfc()
@@ -86,10 +85,10 @@ def export_onnx(
             tf.function(positional, autograph=False), input_signature=spec, opset=OPSET
         )
         onnx_graph.fold_constant_shapes(graph)
+        written = fp32
         if precision == "dynamic_int8":
             onnx_graph.gemms_as_matmuls(graph)
         onnx.save(graph, fp32)
-        written = fp32
         if precision == "dynamic_int8":
             # tf2onnx leaves some MatMul outputs without a type that ONNX's shape inference
             # can recover (and ONNX Runtime's symbolic inference does not finish on this
