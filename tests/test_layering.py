@@ -36,11 +36,11 @@ LAYERS = (
     {"models", "experiment"},  # Keras models; the yaml schema
     {"checkpoints", "anatomy", "optim", "data"},  # what models are made of
     {"train"},  # the training loop, pre-training
+    {"compress"},  # pruning beyond the paper: tfmot on our layers
     {"distill", "finetune"},  # the other two trainers
     {"lab"},  # the attention-transfer lab on a generated task
     {"convert"},  # released checkpoints in: TF1, Hugging Face
     {"export"},  # trained models out: TFLite, Hugging Face, SavedModel
-    {"compress"},  # pruning beyond the paper
     {"bench"},  # benchmarks
     {"tables"},  # paper-vs-ours tables
     {"viz"},  # figures

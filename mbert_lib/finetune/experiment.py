@@ -7,6 +7,8 @@
               warmup fraction, seed
     distill:  output distillation: the training examples outside the label budget, with a
               fine-tuned teacher's outputs for labels (mbert_lib.finetune.task_distill)
+    prune:    magnitude pruning of the encoder's blocks during the run (tfmot's polynomial
+              decay; mbert_lib.compress.pruning)
     runtime:  tf.distribute strategy and precision (mbert_lib.experiment.RuntimeSection)
 
 Loaded with `mbert_lib.experiment.load_experiment(path, overrides, cls=FinetuneExperiment)`;
@@ -18,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
+from mbert_lib.compress.pruning import Schedule, check_sparsity
 from mbert_lib.config import POOLINGS
 from mbert_lib.config_tree import check
 from mbert_lib.experiment import (
@@ -154,6 +157,35 @@ class TaskDistillSection:
 
 
 @dataclasses.dataclass(frozen=True)
+class PruneSection:
+    """Magnitude pruning while fine-tuning: the sparsity of the blocks' kernels rises along
+    tfmot's polynomial decay from 0 at `begin_fraction` of the run's steps to `sparsity`
+    at `end_fraction`, the masks recomputed every `frequency` steps; the steps after
+    `end_fraction` recover at the final sparsity. `sparsity` 0 leaves the model dense."""
+
+    sparsity: float = 0.0
+    begin_fraction: float = 0.1
+    end_fraction: float = 0.7
+    frequency: int = 50
+
+    def __post_init__(self):
+        check_sparsity(self.sparsity, "prune.sparsity")
+        check(
+            0 <= self.begin_fraction < self.end_fraction <= 1,
+            "prune.begin_fraction and prune.end_fraction",
+            "0 <= begin_fraction < end_fraction <= 1",
+            (self.begin_fraction, self.end_fraction),
+        )
+        check(self.frequency >= 1, "prune.frequency", ">= 1", self.frequency)
+
+    def schedule(self, train_steps: int) -> Schedule:
+        """The pruning schedule over a run of `train_steps` steps."""
+        begin = int(round(self.begin_fraction * train_steps))
+        end = max(begin + 1, int(round(self.end_fraction * train_steps)))
+        return Schedule(final=self.sparsity, begin=begin, end=end, frequency=self.frequency)
+
+
+@dataclasses.dataclass(frozen=True)
 class FinetuneExperiment:
     """A fine-tuning run: `python -m mbert_lib finetune`."""
 
@@ -162,4 +194,14 @@ class FinetuneExperiment:
     model: FinetuneModelSection = dataclasses.field(default_factory=FinetuneModelSection)
     trainer: FinetuneTrainerSection = dataclasses.field(default_factory=FinetuneTrainerSection)
     distill: TaskDistillSection = dataclasses.field(default_factory=TaskDistillSection)
+    prune: PruneSection = dataclasses.field(default_factory=PruneSection)
     runtime: RuntimeSection = dataclasses.field(default_factory=RuntimeSection)
+
+    def __post_init__(self):
+        check(
+            not self.prune.sparsity or self.trainer.train_steps is not None,
+            "trainer.train_steps",
+            "set when prune.sparsity > 0 (a pruned model is the last one, at its final "
+            "sparsity, not the best epoch's)",
+            self.trainer.train_steps,
+        )

@@ -18,6 +18,10 @@ It leaves in `model_dir`:
                            the BEST epoch's classifier (load_classifier, export tflite)
     training_done.json     written last: best dev metrics, history, truncation, timing
 
+With `prune.sparsity` > 0 the encoder's blocks are pruned during the run (tfmot's masks,
+mbert_lib.compress.pruning) and the classifier exported is the last one, with its zeros;
+its `sparsity` is in training_done.json.
+
 Killed, it resumes from the last epoch's checkpoint (model, optimizer,
 step, data order); a finished run is reported "already done". The training
 checkpoints are deleted once the best classifier is exported.
@@ -40,6 +44,7 @@ from mbert_lib.checkpoints import (
     save_model_dir,
     write_model_files,
 )
+from mbert_lib.compress import pruning
 from mbert_lib.data.pipeline import check_model_compatibility
 from mbert_lib.data.tokenizer import load_tokenizer, save_tokenizer
 from mbert_lib.finetune.best import BEST_DIR, BestKeeper
@@ -199,6 +204,8 @@ def _train(
             config, task.num_classes, experiment.model.dropout_rate, encoder=encoder
         )
         encoder.trainable = not experiment.model.freeze_encoder
+        if experiment.prune.sparsity:
+            pruning.wrap_kernels(model, experiment.prune.schedule(train_steps))
         optimizer = create_optimizer(trainer.optimizer, trainer.schedule(train_steps), train_steps)
         optimizer.build(model.trainable_variables)
         step = step_counter()
@@ -282,6 +289,10 @@ def _train(
     if not last_only:
         best_weights = os.path.join(keeper.best_dir, "model.ckpt")
         read_checkpoint(tf.train.Checkpoint(model=model), best_weights)
+    pruned = {}
+    if experiment.prune.sparsity:
+        pruning.strip(model)
+        pruned = {"sparsity": round(pruning.overall_sparsity(model), 6)}
     write_model_files(model, model_dir, save_tokenizer=lambda d: save_tokenizer(tokenizer, d))
     train_seconds = sum(h["train_seconds"] for h in keeper.history)
     write_done(
@@ -306,6 +317,7 @@ def _train(
             "eval": round(sum(h["eval_seconds"] for h in keeper.history), 1),
         },
         train_examples_per_second=round(train_steps * trainer.batch_size / train_seconds, 1),
+        **pruned,
     )
     for leftover in ("checkpoints", BEST_DIR):
         shutil.rmtree(os.path.join(model_dir, leftover), ignore_errors=True)
