@@ -135,3 +135,19 @@ def test_the_zeros_pay_off_in_the_gzipped_tflite_not_in_the_file(tmp_path):
         sizes[name] = (len(raw), gzip_bytes(path))
     assert abs(sizes["pruned"][0] - sizes["dense"][0]) < 0.01 * sizes["dense"][0]  # same shapes
     assert sizes["pruned"][1] < 0.75 * sizes["dense"][1], sizes
+
+
+def test_pruning_once_one_block_masks_that_block_as_numpy_does_and_leaves_the_others():
+    model = _classifier(seed=3)
+    before = {v.name: v.numpy() for v in model.weights}
+    inputs, _ = _batch(seed=3)
+    pruning.prune_once(model, 0.75, block=1, inputs=inputs)
+    inside = {getattr(o, n).kernel.name for o, n in pruning.pruning_targets(model, block=1)}
+    assert inside and len(inside) == len(pruning.pruning_targets(model)) // 2
+    for v in model.weights:
+        want = before[v.name]
+        if v.name in inside:
+            want = want * pruning.magnitude_mask(want, 0.75)
+        np.testing.assert_array_equal(v.numpy(), want, err_msg=v.name)
+    with pytest.raises(ValueError, match=r"block must be an index in \[0, 2\), got 2"):
+        pruning.prune_once(model, 0.5, block=2)

@@ -72,6 +72,7 @@ def test_smoke_reproduction_runs_resumes_and_reports(monkeypatch, capsys):
     assert "builtin_shuffled" in report and "NOT SST-2" in report
     _transfer_summary(out)
     _payoff(out)
+    _compress(out)
     assert (out / "report" / "report_step_times.png").exists()
     assert (out / "report" / "report_label_budget.png").exists()
     assert main(["reproduce", "--preset", "smoke", "--out", str(out)]) == 0
@@ -96,6 +97,54 @@ def _transfer_summary(out):
     assert set(summary["ablation_at_kl"]) == {"with_at", "without_at"}
     assert all(v > 0 for v in summary["ablation_at_kl"].values())
     assert read_record(out / "transfer")["result"]["layers"] == summary["layers"]
+
+
+def _compress(out):
+    """<out>/compress/compress.json: one row per method; pruning's zeros shrink the gzipped
+    file and not the file, int8 shrinks both; paired differences recomputed in numpy."""
+    result = strict_json_loads((out / "compress" / "compress.json").read_text())
+    rows = {r["method"]: r for r in result["rows"]}
+    assert list(rows) == [
+        "fp32",
+        "dynamic_int8",
+        "full_int8",
+        "prune_50",
+        "prune_90",
+        "ffn_units_50",
+    ]
+    assert result["seeds"] == [0, 1] and result["hardware"]
+    params = result["params"]  # pruning reaches the blocks' kernels, never the embeddings
+    assert 0 < params["pruned_kernels"] < params["total"] - params["embeddings"]
+    fp32 = rows["fp32"]
+    for method, row in rows.items():
+        assert len(row["accuracy"]) == len(row["keras_accuracy"]) == 2, method
+        assert row["latency_ms"] > 0 and row["gzip_bytes"] < row["bytes"], method
+        assert row["latency_vs_fp32"] == pytest.approx(
+            row["latency_ms"] / fp32["latency_ms"], rel=1e-3
+        )
+        if method != "fp32":
+            d = np.subtract(row["accuracy"], fp32["accuracy"])
+            assert row["vs_fp32"]["mean"] == pytest.approx(d.mean(), abs=1e-12), method
+    assert fp32["vs_fp32"] is None and fp32["sparsity"] == 0
+    for method, target in (("prune_50", 0.5), ("prune_90", 0.9)):
+        row = rows[method]
+        assert row["sparsity"] == pytest.approx(target, abs=0.01)
+        assert abs(row["bytes"] - fp32["bytes"]) < 0.01 * fp32["bytes"]  # same shapes
+        assert row["accuracy"] == pytest.approx(row["keras_accuracy"], abs=0.02)  # LiteRT = Keras
+    assert rows["prune_90"]["gzip_bytes"] < rows["prune_50"]["gzip_bytes"] < fp32["gzip_bytes"]
+    assert rows["dynamic_int8"]["bytes"] < fp32["bytes"] / 2.5
+    # half the FFN units out: the file shrinks by the FFN weights gone (4 bytes each)
+    ffn = rows["ffn_units_50"]
+    gone = fp32["kernel_params"] - ffn["kernel_params"]
+    assert ffn["sparsity"] == pytest.approx(gone / fp32["kernel_params"], abs=1e-6)
+    assert fp32["bytes"] - ffn["bytes"] == pytest.approx(4 * gone, rel=0.05)
+    assert rows["full_int8"]["bytes"] < fp32["bytes"] / 2.5
+    # the scan: the smoke student's one block, then all blocks, each at 50 %
+    scan = result["sensitivity"]
+    assert [(p["block"], p["sparsity"]) for p in scan] == [(0, 0.5), ("all", 0.5)]
+    for probe in scan:
+        d = np.subtract(probe["accuracy"], fp32["keras_accuracy"])
+        assert probe["vs_dense"]["mean"] == pytest.approx(d.mean(), abs=1e-12)
 
 
 def _payoff(out):

@@ -15,7 +15,9 @@ wraps Sequential and Functional models whole, not subclassed ones like ours, so
 `wrap_kernels` wraps, in place, each kernel-holding layer of the encoder's blocks: the
 bottlenecks, the attention projections and the FFNs. The embeddings, the norms, the pooler
 and the classifier head stay dense, as in the usual recipe for BERT. `strip` puts the
-plain layers back, with their zeros.
+plain layers back, with their zeros. `prune_once` applies the masks once, untrained, to one
+block or to all: the probe of a sensitivity scan. Fine-tuning prunes through
+`prune.sparsity` of its experiment (mbert_lib.finetune.experiment.PruneSection).
 """
 
 from __future__ import annotations
@@ -90,11 +92,27 @@ class _Kernel(tf_keras.layers.Wrapper):
         return [self.layer.kernel]
 
 
-def pruning_targets(model) -> list[tuple[tf_keras.layers.Layer, str]]:
+def encoder_blocks(model) -> list:
+    """The transformer blocks of an encoder, or of a classifier's or pre-training model's
+    encoder, in order."""
+    encoder = getattr(model, "encoder", model)
+    if not hasattr(encoder, "blocks"):
+        raise ValueError(f"{model.name} has no encoder blocks to prune")
+    return list(encoder.blocks)
+
+
+def pruning_targets(model, block: int | None = None) -> list[tuple[tf_keras.layers.Layer, str]]:
     """(owner, attribute) of every kernel-holding layer inside the encoder's blocks (or
-    of its pruning wrapper once wrapped), in model order."""
+    of its pruning wrapper once wrapped), in model order; only block `block`'s if given."""
+    if block is None:
+        scope = model
+    else:
+        blocks = encoder_blocks(model)
+        if not isinstance(block, int) or not 0 <= block < len(blocks):
+            raise ValueError(f"block must be an index in [0, {len(blocks)}), got {block!r}")
+        scope = blocks[block]
     targets = []
-    for owner in model.submodules:
+    for owner in (scope, *scope.submodules):
         if not isinstance(owner, OWNERS):
             continue
         for name, value in vars(owner).items():
@@ -103,13 +121,13 @@ def pruning_targets(model) -> list[tuple[tf_keras.layers.Layer, str]]:
     return targets
 
 
-def wrap_kernels(model, schedule: Schedule, inputs=None) -> list:
-    """Wraps each pruning target of `model` (built) in tfmot's PruneLowMagnitude, in
-    place; builds the wrappers on `inputs` (default: a dummy batch) and sets their step
-    to 0. Returns the wrappers. Train with `training=True`: each such call advances the
-    step and applies the masks."""
+def wrap_kernels(model, schedule: Schedule, inputs=None, block: int | None = None) -> list:
+    """Wraps each pruning target of `model` (built; only block `block`'s if given) in
+    tfmot's PruneLowMagnitude, in place; builds the wrappers on `inputs` (default: a dummy
+    batch) and sets their step to 0. Returns the wrappers. Train with `training=True`:
+    each such call advances the step and applies the masks."""
     wrappers = []
-    for owner, name in pruning_targets(model):
+    for owner, name in pruning_targets(model, block):
         layer = getattr(owner, name)
         if isinstance(layer, PruneLowMagnitude):
             raise ValueError(f"{owner.name}.{name} is already wrapped for pruning")
@@ -137,6 +155,17 @@ def strip(model) -> int:
             setattr(owner, name, wrapper.layer.layer)
             unwrapped += 1
     return unwrapped
+
+
+def prune_once(model, sparsity: float, block: int | None = None, inputs=None) -> None:
+    """One-shot magnitude pruning, in place and without training: tfmot's masks at
+    `sparsity`, computed once and applied, for block `block`'s kernels (every block's when
+    None). The probe of a sensitivity scan."""
+    check_sparsity(sparsity)
+    schedule = Schedule(final=sparsity, initial=sparsity, begin=0, end=1, frequency=1)
+    wrap_kernels(model, schedule, inputs, block)
+    model(dummy_inputs() if inputs is None else inputs, training=True)  # step 1: the masks
+    strip(model)
 
 
 def _kernels(model):
@@ -170,9 +199,11 @@ def magnitude_mask(kernel: np.ndarray, sparsity: float) -> np.ndarray:
 __all__ = [
     "Schedule",
     "check_sparsity",
+    "encoder_blocks",
     "kernel_sparsity",
     "magnitude_mask",
     "overall_sparsity",
+    "prune_once",
     "pruning_targets",
     "strip",
     "wrap_kernels",

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from mbert_lib.pipeline import steps as pretraining_steps
+from mbert_lib.pipeline import steps_compress as compression_steps
 from mbert_lib.pipeline import steps_distill as distillation_steps
 from mbert_lib.pipeline import steps_export as export_steps
 from mbert_lib.pipeline import steps_finetune as finetuning_steps
@@ -38,6 +39,7 @@ STEP_MODULES = (
     seed_steps,
     payoff_steps,
     export_steps,
+    compression_steps,
     report_steps,
 )
 

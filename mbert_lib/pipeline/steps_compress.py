@@ -1,0 +1,345 @@
+"""The compression step of `python -m mbert_lib reproduce` (optional: `--steps compress`).
+
+    compress   the distilled student settings["model"] fine-tuned on the task, once per
+               seed dense, once per seed and sparsity pruned (`prune.sparsity` of the
+               fine-tuning experiment: tfmot's magnitude pruning along its polynomial
+               decay), and once per seed and fraction of FFN units taken out before
+               fine-tuning (settings["ffn_units"], mbert_lib.compress.structured: smaller
+               dense shapes). Every run shares the seed's head initialisation, data
+               order and steps with the dense run, so its accuracy is paired with the
+               dense one seed by seed. Every classifier goes to LiteRT; the dense one
+               also at dynamic-range int8 and full-integer int8 (calibrated on training
+               sentences). Dev accuracy through the LiteRT interpreter, each .tflite's
+               bytes and gzip bytes (level 9, as tfmot measures), and seed 0's files
+               timed at batch 1, interleaved round-robin. The sensitivity scan prunes
+               each dense classifier once, without training, one block at a time (and
+               all blocks together) at each of settings["sensitivity"]: dev accuracy
+               in Keras, paired with the dense model's.
+
+Result (also written to <out>/compress/compress.json):
+
+    {"task", "source", "seq_length", "model", "seeds", "steps", "threads",
+     "rows": [{"method", "precision", "sparsity", "kernel_params", "bytes", "gzip_bytes",
+               "accuracy": [per seed], "keras_accuracy": [per seed],
+               "latency_ms", "latency_vs_fp32",
+               "vs_fp32": paired accuracy difference against the fp32 row (or null)}],
+     "sensitivity": [{"block": index or "all", "sparsity", "accuracy": [per seed],
+                      "vs_dense": paired difference against the dense Keras accuracy}],
+     "params": {"total", "pruned_kernels", "embeddings"} of the classifier,
+     "hardware", "load_1min"}
+
+`method` is fp32, dynamic_int8 or full_int8 for the dense student, prune_<percent> or
+ffn_units_<percent> for a pruned one at fp32 (<method>_<precision> at another precision).
+`sparsity` is the fraction of the dense student's block-kernel weights that are zero or
+gone; `kernel_params` the block kernels' size in the row's model.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import shutil
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from mbert_lib import atomic, hardware, strict_json
+from mbert_lib.bench.timing import interleaved_timings
+from mbert_lib.checkpoints import load_classifier, load_config, load_encoder, save_model_dir
+from mbert_lib.compress.pruning import (
+    check_sparsity,
+    encoder_blocks,
+    prune_once,
+    pruning_targets,
+)
+from mbert_lib.compress.size import gzip_bytes
+from mbert_lib.compress.structured import prune_ffn_units
+from mbert_lib.config_tree import apply_overrides, check, to_dict
+from mbert_lib.data.tokenizer import load_tokenizer, save_tokenizer
+from mbert_lib.export.evaluate import accuracy, evaluate_precisions, keras_logits
+from mbert_lib.export.interpreter import TFLiteModel
+from mbert_lib.finetune.trainer import cached_task_data, run_finetuning
+from mbert_lib.models import build_encoder
+from mbert_lib.paired import paired_difference
+from mbert_lib.pipeline.core import Context, PipelineError, Step, read_record
+from mbert_lib.pipeline.steps_export import calibration_features
+from mbert_lib.pipeline.steps_finetune import finetune_experiment
+
+RESULT_FILE = "compress.json"
+METHOD_OF_PRECISION = {"fp32": "fp32", "dynamic_int8": "dynamic_int8", "int8": "full_int8"}
+
+
+def method_name(variant: str | None, precision: str) -> str:
+    """fp32 / dynamic_int8 / full_int8 for the dense model (variant None); else the variant
+    (prune_<percent>, ffn_units_<percent>) at fp32, <variant>_<method> at another."""
+    if variant is None:
+        return METHOD_OF_PRECISION[precision]
+    return variant if precision == "fp32" else f"{variant}_{METHOD_OF_PRECISION[precision]}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    """One kind of fine-tuned student: its name (None: dense), its run directories' label,
+    tfmot's final sparsity during fine-tuning, the model it starts from and the precisions
+    it is exported at."""
+
+    name: str | None
+    label: str
+    sparsity: float
+    init: str
+    upstream: str
+    precisions: tuple[str, ...]
+
+
+def percent(fraction: float) -> int:
+    return round(fraction * 100)
+
+
+def check_settings(settings: Mapping[str, Any]) -> None:
+    """Raises ValueError naming the first setting of the step that cannot be run."""
+    for s in settings["sparsities"]:
+        check_sparsity(s, "compress.sparsities[]")
+    for s in settings["sensitivity"]:
+        check_sparsity(s, "compress.sensitivity[]")
+    for f in settings["ffn_units"]:
+        fraction = isinstance(f, int | float) and not isinstance(f, bool)
+        check(fraction and 0 < f < 1, "compress.ffn_units[]", "a fraction in (0, 1)", f)
+    check(settings["seeds"] >= 2, "compress.seeds", ">= 2 (accuracy is paired)", settings["seeds"])
+    for key in ("precisions", "pruned_precisions"):
+        bad = [p for p in settings[key] if p not in METHOD_OF_PRECISION]
+        check(not bad, f"compress.{key}", f"a list of {sorted(METHOD_OF_PRECISION)}", bad)
+    check(
+        "fp32" in settings["precisions"],
+        "compress.precisions",
+        "a list holding fp32",
+        settings["precisions"],
+    )
+
+
+def _run_dir(ctx: Context, label: str, seed: int, experiment, upstream: str):
+    """compress/runs/<label>/seed<k>-<hash>: a new directory when the settings change."""
+    key = json.dumps({"experiment": to_dict(experiment), "upstream": upstream}, sort_keys=True)
+    digest = hashlib.sha256(key.encode()).hexdigest()[:10]
+    parent = ctx.step_dir("compress") / "runs" / label
+    for stale in parent.glob(f"seed{seed}-*"):
+        if stale.name != f"seed{seed}-{digest}":
+            shutil.rmtree(stale)
+    return parent / f"seed{seed}-{digest}"
+
+
+def _train(ctx, settings, variant: Variant, seed: int, loaded: dict):
+    """One fine-tuning run of `variant`: its done record, directory, data and experiment."""
+    experiment = apply_overrides(
+        finetune_experiment(ctx, settings, variant.init, seed),
+        [("trainer.train_steps", settings["train_steps"]), ("prune.sparsity", variant.sparsity)]
+        + [(f"prune.{k}", v) for k, v in settings["prune"].items()],
+    )
+    directory = _run_dir(ctx, variant.label, seed, experiment, variant.upstream)
+    ctx.log(f"compress: {variant.name or 'dense'}, seed {seed} -> {directory}")
+    data = cached_task_data(experiment, loaded)
+    done = run_finetuning(
+        experiment, directory, data=data, show_progress=ctx.show_progress, log=ctx.log
+    )
+    return done, directory, data, experiment
+
+
+def structured_init(ctx: Context, init: str, upstream: str, fraction: float) -> str:
+    """The pre-trained student `init` with `fraction` of every FFN's units taken out
+    (mbert_lib.compress.structured), written once as a model directory to fine-tune."""
+    directory = ctx.step_dir("compress") / "structured" / f"ffn_units_{percent(fraction)}"
+    digest = hashlib.sha256(f"{upstream}/{fraction}".encode()).hexdigest()[:10]
+    target = directory / digest
+    if not target.exists():
+        shutil.rmtree(directory, ignore_errors=True)
+        encoder = prune_ffn_units(load_encoder(init), fraction, build_encoder)
+        tokenizer = load_tokenizer(init)
+        save_model_dir(encoder, target, save_tokenizer=lambda d: save_tokenizer(tokenizer, d))
+        ctx.log(
+            f"compress: FFN units {encoder.config.intermediate_size} of "
+            f"{load_config(init).intermediate_size} kept -> {target}"
+        )
+    return str(target)
+
+
+def variants(ctx: Context, settings: Mapping[str, Any], init: str, upstream: str) -> list:
+    """The dense student, each tfmot sparsity, each fraction of FFN units taken out."""
+    pruned = tuple(settings["pruned_precisions"])
+    found = [Variant(None, "sparsity_0", 0.0, init, upstream, tuple(settings["precisions"]))]
+    for s in settings["sparsities"]:
+        found.append(
+            Variant(f"prune_{percent(s)}", f"sparsity_{percent(s)}", s, init, upstream, pruned)
+        )
+    for f in settings["ffn_units"]:
+        label = f"ffn_units_{percent(f)}"
+        start = structured_init(ctx, init, upstream, f)
+        found.append(Variant(label, label, 0.0, start, upstream, pruned))
+    return found
+
+
+def _latencies(paths: Mapping[str, str], example: Mapping[str, np.ndarray], settings) -> dict:
+    """{method: median ms} of one example through each file, timed round-robin."""
+    runners = {}
+    for method, path in paths.items():
+        model = TFLiteModel(path, num_threads=settings["threads"])
+        runners[method] = lambda m=model: m.runner(**example)
+    timings = interleaved_timings(runners, settings["repeats"], settings["warmup"])
+    return {method: timings[method].median_ms for method in paths}
+
+
+def parameter_split(model) -> dict:
+    """How many of the classifier's parameters pruning reaches: {total, pruned_kernels
+    (the blocks' kernels), embeddings (the embedding layer's, none of them pruned)}."""
+    kernels = [getattr(owner, name).kernel for owner, name in pruning_targets(model)]
+    return {
+        "total": int(sum(np.prod(v.shape) for v in model.weights)),
+        "pruned_kernels": int(sum(np.prod(k.shape) for k in kernels)),
+        "embeddings": int(sum(np.prod(v.shape) for v in model.encoder.embedding.weights)),
+    }
+
+
+def sensitivity_scan(model_dir, data, sparsities) -> list[dict]:
+    """[{block, sparsity, accuracy}] of the classifier in `model_dir` pruned once (no
+    training) in one block, or in all ("all"), at each sparsity; dev accuracy in Keras."""
+    blocks = [*range(len(encoder_blocks(load_classifier(model_dir)))), "all"]
+    scan = []
+    for block in blocks:
+        for sparsity in sparsities:
+            model = load_classifier(model_dir)
+            prune_once(model, sparsity, None if block == "all" else block)
+            logits = keras_logits(model, data.dev.features)
+            scan.append(
+                {
+                    "block": block,
+                    "sparsity": sparsity,
+                    "accuracy": accuracy(logits, data.dev.labels),
+                }
+            )
+    return scan
+
+
+def _paired_scan(scans: list[list[dict]], dense: list[float]) -> list[dict]:
+    """One row per (block, sparsity): the per-seed accuracies and the paired difference."""
+    rows = []
+    for i, probe in enumerate(scans[0]):
+        values = [scan[i]["accuracy"] for scan in scans]
+        rows.append(
+            {
+                "block": probe["block"],
+                "sparsity": probe["sparsity"],
+                "accuracy": values,
+                "vs_dense": paired_difference(values, dense).to_dict(),
+            }
+        )
+    return rows
+
+
+def run_compress(ctx: Context, settings: Mapping[str, Any]) -> dict:
+
+    check_settings(settings)
+    record = read_record(ctx.step_dir(settings["model"]))
+    if record is None:
+        raise PipelineError(
+            f"compress: no finished step {settings['model']!r} in {ctx.out_dir}; run it first"
+        )
+    init, upstream = record["result"]["model_dir"], record["fingerprint"]
+    workdir = ctx.step_dir("compress") / "tflite"
+    workdir.mkdir(parents=True, exist_ok=True)
+    rows: dict[str, dict] = {}
+    loaded: dict = {}
+    scans = []
+    for variant in variants(ctx, settings, init, upstream):
+        for seed in range(settings["seeds"]):
+            done, directory, data, experiment = _train(ctx, settings, variant, seed, loaded)
+            records = evaluate_precisions(
+                load_classifier(directory),
+                data.dev.features,
+                data.dev.labels,
+                calibration_features(
+                    data.train.features,
+                    settings["calibration_examples"],
+                    settings["calibration_seed"],
+                ),
+                workdir=workdir.resolve(),
+                precisions=variant.precisions,
+                num_threads=2,
+                calibration_limit=settings["calibration_examples"],
+                name=f"{variant.label}_seed{seed}",
+                int8_mask_penalty=settings["int8_mask_penalty"],
+            )
+            kernels = parameter_split(load_classifier(directory))["pruned_kernels"]
+            for r in records:
+                if r["error"]:
+                    raise PipelineError(f"compress: {r['precision']} export failed: {r['error']}")
+                method = method_name(variant.name, r["precision"])
+                row = rows.setdefault(
+                    method,
+                    {
+                        "method": method,
+                        "precision": r["precision"],
+                        "sparsity": [],
+                        "kernel_params": kernels,
+                        "accuracy": [],
+                        "keras_accuracy": [],
+                        "paths": [],
+                    },
+                )
+                row["sparsity"].append(done.get("sparsity", 0.0))
+                row["accuracy"].append(r["accuracy"])
+                row["keras_accuracy"].append(r["keras_accuracy"])
+                row["paths"].append(r["path"])
+            if variant.name is None and settings["sensitivity"]:
+                ctx.log(f"compress: sensitivity scan of seed {seed}'s dense classifier")
+                scans.append(sensitivity_scan(directory, data, settings["sensitivity"]))
+    example = {k: np.asarray(v[:1], np.int32) for k, v in data.dev.features.items()}
+    latency = _latencies({m: row["paths"][0] for m, row in rows.items()}, example, settings)
+    fp32 = rows["fp32"]
+    table = []
+    for method, row in rows.items():
+        path = row.pop("paths")[0]
+        kept = row["kernel_params"] * (1 - float(np.mean(row["sparsity"])))
+        table.append(
+            {
+                **row,
+                "sparsity": round(1 - kept / fp32["kernel_params"], 6),
+                "bytes": os.path.getsize(path),
+                "gzip_bytes": gzip_bytes(path),
+                "latency_ms": round(latency[method], 4),
+                "latency_vs_fp32": round(latency[method] / latency["fp32"], 4),
+                "vs_fp32": None
+                if method == "fp32"
+                else paired_difference(row["accuracy"], fp32["accuracy"]).to_dict(),
+            }
+        )
+    result = {
+        "task": experiment.task.name,
+        "source": done["source"],
+        "seq_length": experiment.task.seq_length,
+        "model": settings["model"],
+        "seeds": list(range(settings["seeds"])),
+        "steps": settings["train_steps"],
+        "threads": settings["threads"],
+        "rows": table,
+        "params": parameter_split(load_classifier(directory)),
+        "sensitivity": _paired_scan(scans, rows["fp32"]["keras_accuracy"]) if scans else [],
+        "hardware": hardware.describe(),
+        "load_1min": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None,
+    }
+    path = ctx.step_dir("compress") / RESULT_FILE
+    atomic.write_text(path, strict_json.dumps(result, indent=2) + "\n")
+    ctx.log(f"compress: {path}")
+    return result
+
+
+STEPS = [
+    Step(
+        "compress",
+        "pruning (50/75/90 %) and int8 of the fine-tuned student: size, accuracy, latency",
+        run_compress,
+        ("data",),
+        uses=lambda s: [s["model"]],
+        optional=True,  # beyond the paper: a compression course's table, tens of minutes
+    ),
+]
