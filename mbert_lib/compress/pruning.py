@@ -33,6 +33,7 @@ from tensorflow_model_optimization.python.core.sparsity.keras.pruning_wrapper im
     PruneLowMagnitude,
 )
 
+from mbert_lib.compress.checks import check_sparsity
 from mbert_lib.layers.attention import HeadMerge, HeadProjection, MultiHeadAttention
 from mbert_lib.layers.fast.dense import Dense
 from mbert_lib.layers.ffn import FeedForward
@@ -42,13 +43,6 @@ from mbert_lib.models import dummy_inputs
 # Layers whose sublayers are pruned, and the sublayer types pruned in them.
 OWNERS = (MobileBertTransformer, MultiHeadAttention, FeedForward)
 KERNELS = (Dense, HeadProjection, HeadMerge)
-
-
-def check_sparsity(value, name: str = "sparsity") -> float:
-    """`value` as a float in [0, 1); raises ValueError naming `name` otherwise."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 1:
-        raise ValueError(f"{name} must be a number in [0, 1), got {value!r}")
-    return float(value)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,6 +63,14 @@ class Schedule:
             raise ValueError(f"need 0 <= begin < end, got begin {self.begin}, end {self.end}")
         if self.frequency < 1:
             raise ValueError(f"frequency must be >= 1, got {self.frequency}")
+
+    @classmethod
+    def over(cls, prune, train_steps: int) -> Schedule:
+        """The schedule of a fine-tuning experiment's `prune` section over a run of
+        `train_steps` steps (its fractions of the run become steps)."""
+        begin = int(round(prune.begin_fraction * train_steps))
+        end = max(begin + 1, int(round(prune.end_fraction * train_steps)))
+        return cls(final=prune.sparsity, begin=begin, end=end, frequency=prune.frequency)
 
     def tfmot(self) -> tfmot.sparsity.keras.PolynomialDecay:
         return tfmot.sparsity.keras.PolynomialDecay(
@@ -198,7 +200,6 @@ def magnitude_mask(kernel: np.ndarray, sparsity: float) -> np.ndarray:
 
 __all__ = [
     "Schedule",
-    "check_sparsity",
     "encoder_blocks",
     "kernel_sparsity",
     "magnitude_mask",

@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterable
 import tensorflow as tf
 
 from mbert_lib import atomic
+from mbert_lib.compress import qat
 from mbert_lib.export import inference
 from mbert_lib.models import INPUT_NAMES, Classifier
 
@@ -236,3 +237,16 @@ def export_tflite(
         with open(tmp, "wb") as f:
             f.write(flatbuffer)
     return len(flatbuffer)
+
+
+def export_qat_tflite(model, path: str | os.PathLike, seq_length: int = 128) -> int:
+    """A quantization-aware trained model (`mbert_lib.compress.qat`) as an int8 .tflite
+    at `path`, atomically; returns its size in bytes. The converter's default
+    optimization without a calibration set reads each range from the graph's
+    fake-quantizers (tfmot's conversion of a QAT model)."""
+    if not qat.is_wrapped(model):
+        raise ValueError(
+            f"{model.name} carries no QAT wrappers: fine-tune it with qat.enabled "
+            "(mbert_lib.compress.qat.wrap_for_qat), or export it post-training (export_tflite)"
+        )
+    return export_tflite(model, path, "dynamic_int8", seq_length)

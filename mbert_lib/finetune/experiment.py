@@ -9,6 +9,8 @@
               fine-tuned teacher's outputs for labels (mbert_lib.finetune.task_distill)
     prune:    magnitude pruning of the encoder's blocks during the run (tfmot's polynomial
               decay; mbert_lib.compress.pruning)
+    qat:      quantization-aware training during the run (tfmot's fake-quantizers;
+              mbert_lib.compress.qat)
     runtime:  tf.distribute strategy and precision (mbert_lib.experiment.RuntimeSection)
 
 Loaded with `mbert_lib.experiment.load_experiment(path, overrides, cls=FinetuneExperiment)`;
@@ -20,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from mbert_lib.compress.pruning import Schedule, check_sparsity
+from mbert_lib.compress.checks import check_sparsity
 from mbert_lib.config import POOLINGS
 from mbert_lib.config_tree import check
 from mbert_lib.experiment import (
@@ -161,7 +163,8 @@ class PruneSection:
     """Magnitude pruning while fine-tuning: the sparsity of the blocks' kernels rises along
     tfmot's polynomial decay from 0 at `begin_fraction` of the run's steps to `sparsity`
     at `end_fraction`, the masks recomputed every `frequency` steps; the steps after
-    `end_fraction` recover at the final sparsity. `sparsity` 0 leaves the model dense."""
+    `end_fraction` recover at the final sparsity. `sparsity` 0 leaves the model dense.
+    (`mbert_lib.compress.pruning.Schedule.over` turns it into steps.)"""
 
     sparsity: float = 0.0
     begin_fraction: float = 0.1
@@ -178,11 +181,17 @@ class PruneSection:
         )
         check(self.frequency >= 1, "prune.frequency", ">= 1", self.frequency)
 
-    def schedule(self, train_steps: int) -> Schedule:
-        """The pruning schedule over a run of `train_steps` steps."""
-        begin = int(round(self.begin_fraction * train_steps))
-        end = max(begin + 1, int(round(self.end_fraction * train_steps)))
-        return Schedule(final=self.sparsity, begin=begin, end=end, frequency=self.frequency)
+
+@dataclasses.dataclass(frozen=True)
+class QatSection:
+    """Quantization-aware fine-tuning (Q8BERT's recipe): the blocks' kernels and outputs
+    and every NoNorm output pass through tfmot's 8-bit fake-quantizers from the first
+    step; the run leaves its ranges in model_dir/qat.ckpt for the int8 export."""
+
+    enabled: bool = False
+
+    def __post_init__(self):
+        check(isinstance(self.enabled, bool), "qat.enabled", "true or false", self.enabled)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -195,6 +204,7 @@ class FinetuneExperiment:
     trainer: FinetuneTrainerSection = dataclasses.field(default_factory=FinetuneTrainerSection)
     distill: TaskDistillSection = dataclasses.field(default_factory=TaskDistillSection)
     prune: PruneSection = dataclasses.field(default_factory=PruneSection)
+    qat: QatSection = dataclasses.field(default_factory=QatSection)
     runtime: RuntimeSection = dataclasses.field(default_factory=RuntimeSection)
 
     def __post_init__(self):
@@ -204,4 +214,11 @@ class FinetuneExperiment:
             "set when prune.sparsity > 0 (a pruned model is the last one, at its final "
             "sparsity, not the best epoch's)",
             self.trainer.train_steps,
+        )
+        check(
+            not (self.qat.enabled and self.prune.sparsity),
+            "qat.enabled",
+            "false when prune.sparsity > 0 (tfmot's pruning and QAT wrappers are not nested "
+            "on one layer here)",
+            self.qat.enabled,
         )

@@ -20,7 +20,9 @@ It leaves in `model_dir`:
 
 With `prune.sparsity` > 0 the encoder's blocks are pruned during the run (tfmot's masks,
 mbert_lib.compress.pruning) and the classifier exported is the last one, with its zeros;
-its `sparsity` is in training_done.json.
+its `sparsity` is in training_done.json. With `qat.enabled` the run trains through
+tfmot's fake-quantizers (mbert_lib.compress.qat): the classifier exported holds the float
+weights, and qat.ckpt beside it the wrapped model with its ranges (`load_qat_classifier`).
 
 Killed, it resumes from the last epoch's checkpoint (model, optimizer,
 step, data order); a finished run is reported "already done". The training
@@ -44,7 +46,7 @@ from mbert_lib.checkpoints import (
     save_model_dir,
     write_model_files,
 )
-from mbert_lib.compress import pruning
+from mbert_lib.compress import pruning, qat
 from mbert_lib.data.pipeline import check_model_compatibility
 from mbert_lib.data.tokenizer import load_tokenizer, save_tokenizer
 from mbert_lib.finetune.best import BEST_DIR, BestKeeper
@@ -141,6 +143,8 @@ def run_finetuning(
         experiment.runtime.tpu_address,
     )
     config = load_config(init).replace(classifier_pooling=experiment.model.pooling)
+    if experiment.qat.enabled:
+        qat.check_quantizable(config, init)
     if experiment.task.seq_length > config.max_position_embeddings:
         raise ValueError(
             f"task.seq_length ({experiment.task.seq_length}) exceeds the model's "
@@ -205,7 +209,9 @@ def _train(
         )
         encoder.trainable = not experiment.model.freeze_encoder
         if experiment.prune.sparsity:
-            pruning.wrap_kernels(model, experiment.prune.schedule(train_steps))
+            pruning.wrap_kernels(model, pruning.Schedule.over(experiment.prune, train_steps))
+        if experiment.qat.enabled:
+            qat.wrap_for_qat(model)
         optimizer = create_optimizer(trainer.optimizer, trainer.schedule(train_steps), train_steps)
         optimizer.build(model.trainable_variables)
         step = step_counter()
@@ -289,10 +295,13 @@ def _train(
     if not last_only:
         best_weights = os.path.join(keeper.best_dir, "model.ckpt")
         read_checkpoint(tf.train.Checkpoint(model=model), best_weights)
-    pruned = {}
+    compressed = {}
     if experiment.prune.sparsity:
         pruning.strip(model)
-        pruned = {"sparsity": round(pruning.overall_sparsity(model), 6)}
+        compressed = {"sparsity": round(pruning.overall_sparsity(model), 6)}
+    if experiment.qat.enabled:
+        qat.save_ranges(model, model_dir)
+        compressed = {"qat_layers": qat.strip_qat(model)}
     write_model_files(model, model_dir, save_tokenizer=lambda d: save_tokenizer(tokenizer, d))
     train_seconds = sum(h["train_seconds"] for h in keeper.history)
     write_done(
@@ -317,7 +326,7 @@ def _train(
             "eval": round(sum(h["eval_seconds"] for h in keeper.history), 1),
         },
         train_examples_per_second=round(train_steps * trainer.batch_size / train_seconds, 1),
-        **pruned,
+        **compressed,
     )
     for leftover in ("checkpoints", BEST_DIR):
         shutil.rmtree(os.path.join(model_dir, leftover), ignore_errors=True)
