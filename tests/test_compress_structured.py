@@ -20,7 +20,7 @@ def _encoder(seed=0):
 
 
 def test_scores_are_the_norm_bound_computed_in_numpy():
-    ffn = structured._ffns(_encoder())[0]
+    ffn = structured.feed_forwards(_encoder())[0]
     w1, b1 = ffn.intermediate.kernel.numpy(), ffn.intermediate.bias.numpy()
     w2 = ffn.output_dense.kernel.numpy()
     want = [
@@ -38,7 +38,7 @@ def test_units_that_add_nothing_go_first_and_the_outputs_stay():
     size = CONFIG.intermediate_size
     dead = size // 4
     rng = np.random.default_rng(0)
-    for ffn in structured._ffns(encoder):  # a different quarter of dead units in each FFN
+    for ffn in structured.feed_forwards(encoder):  # a different quarter of dead units in each FFN
         units = rng.choice(size, dead, replace=False)
         w2 = ffn.output_dense.kernel.numpy()
         w2[units] = 0.0
@@ -56,7 +56,9 @@ def test_the_pruned_copy_has_the_closed_form_number_of_parameters():
     removed = CONFIG.intermediate_size - pruned.config.intermediate_size
     assert removed == CONFIG.intermediate_size // 2
     ffns = CONFIG.num_hidden_layers * CONFIG.num_feedforward_networks
-    width = structured._ffns(encoder)[0].intermediate.kernel.shape[0]  # the block's inner width
+    width = structured.feed_forwards(encoder)[0].intermediate.kernel.shape[
+        0
+    ]  # the block's inner width
     # per FFN and unit: a column of W_1, its bias, a row of W_2
     assert count_params(encoder) - count_params(pruned) == ffns * removed * (2 * width + 1)
     embedding = [v.numpy() for v in encoder.embedding.weights]

@@ -242,9 +242,12 @@ def test_a_tiny_lab_writes_paired_seeds_and_resumes(tmp_path):
         assert one[variant] == pytest.approx(accuracies, abs=0.02), variant
     for path in (fast_lab_dir() / "attention_lab" / "students").glob("*.npz"):
         for a, b in zip(read_weights(path), read_weights(alone / path.relative_to(fast_lab_dir()))):
-            # atol: an attention key bias has zero gradient (softmax ignores a shift shared
-            # by all keys), so Adam turns rounding residue into steps (seen: 1.6e-7 apart)
-            np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5, err_msg=path.name)
+            # float rounding, grown over the students' steps: under a loaded test run the
+            # copy-only student's output bias ended 1.5e-5 apart (6e-4 relative); and an
+            # attention key bias has zero gradient (softmax ignores a shift shared by all
+            # keys), so Adam turns rounding residue into steps. A student trained on the
+            # wrong thread's model or batches would differ at the first decimal.
+            np.testing.assert_allclose(a, b, rtol=2e-3, atol=1e-4, err_msg=path.name)
     # a student setting trains the students again, not the teacher; a task setting both
     records = [json.loads(p.read_text()) for p in (tmp_path / "attention_lab").rglob("*.json")]
     assert {r["fingerprint"] for r in records} == {

@@ -139,6 +139,7 @@ def _compress(out):
     assert ffn["sparsity"] == pytest.approx(gone / fp32["kernel_params"], abs=1e-6)
     assert fp32["bytes"] - ffn["bytes"] == pytest.approx(4 * gone, rel=0.05)
     assert rows["full_int8"]["bytes"] < fp32["bytes"] / 2.5
+    assert rows["qat_int8"]["bytes"] < fp32["bytes"] / 2.5
     # the scan: the smoke student's one block, then all blocks, each at 50 %
     scan = result["sensitivity"]
     assert [(p["block"], p["sparsity"]) for p in scan] == [(0, 0.5), ("all", 0.5)]

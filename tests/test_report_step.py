@@ -60,6 +60,7 @@ def test_the_report_lists_the_registry_steps_in_order():
         "label_budget_all",
         "task_distillation_sweep",
         "latency",
+        "compress",
     }
     assert report["order"][0] == "data" and report["order"][-1] == "report"
 

@@ -51,7 +51,8 @@ def units_to_keep(intermediate_size: int, fraction: float) -> int:
     return keep
 
 
-def _ffns(model) -> list[FeedForward]:
+def feed_forwards(model) -> list[FeedForward]:
+    """Every FeedForward of `model`, in model order."""
     return [m for m in model.submodules if isinstance(m, FeedForward)]
 
 
@@ -66,7 +67,7 @@ def prune_ffn_units(model, fraction: float, build):
     keep = units_to_keep(config.intermediate_size, fraction)
     pruned = build(config.replace(intermediate_size=keep))
     pruned(dummy_inputs(), training=False)
-    old_ffns, new_ffns = _ffns(model), _ffns(pruned)
+    old_ffns, new_ffns = feed_forwards(model), feed_forwards(pruned)
     sliced = {
         v.ref()
         for f in new_ffns
@@ -85,4 +86,4 @@ def prune_ffn_units(model, fraction: float, build):
     return pruned
 
 
-__all__ = ["kept_units", "prune_ffn_units", "unit_scores", "units_to_keep"]
+__all__ = ["feed_forwards", "kept_units", "prune_ffn_units", "unit_scores", "units_to_keep"]

@@ -5,7 +5,9 @@
                fine-tuning experiment: tfmot's magnitude pruning along its polynomial
                decay), and once per seed and fraction of FFN units taken out before
                fine-tuning (settings["ffn_units"], mbert_lib.compress.structured: smaller
-               dense shapes). Every run shares the seed's head initialisation, data
+               dense shapes), and with settings["qat"] once per seed quantization-aware
+               (`qat.enabled`, tfmot's fake-quantizers; exported int8 with the ranges
+               it learned). Every run shares the seed's head initialisation, data
                order and steps with the dense run, so its accuracy is paired with the
                dense one seed by seed. Every classifier goes to LiteRT; the dense one
                also at dynamic-range int8 and full-integer int8 (calibrated on training
@@ -29,7 +31,8 @@ Result (also written to <out>/compress/compress.json):
      "hardware", "load_1min"}
 
 `method` is fp32, dynamic_int8 or full_int8 for the dense student, prune_<percent> or
-ffn_units_<percent> for a pruned one at fp32 (<method>_<precision> at another precision).
+ffn_units_<percent> for a pruned one at fp32 (<method>_<precision> at another precision),
+qat_int8 for the quantization-aware fine-tuned one (with settings["qat"]).
 `sparsity` is the fraction of the dense student's block-kernel weights that are zero or
 gone; `kernel_params` the block kernels' size in the row's model.
 """
@@ -49,18 +52,20 @@ import numpy as np
 from mbert_lib import atomic, hardware, strict_json
 from mbert_lib.bench.timing import interleaved_timings
 from mbert_lib.checkpoints import load_classifier, load_config, load_encoder, save_model_dir
+from mbert_lib.compress.checks import check_sparsity
 from mbert_lib.compress.pruning import (
-    check_sparsity,
     encoder_blocks,
     prune_once,
     pruning_targets,
 )
+from mbert_lib.compress.qat import load_qat_classifier
 from mbert_lib.compress.size import gzip_bytes
 from mbert_lib.compress.structured import prune_ffn_units
 from mbert_lib.config_tree import apply_overrides, check, to_dict
 from mbert_lib.data.tokenizer import load_tokenizer, save_tokenizer
 from mbert_lib.export.evaluate import accuracy, evaluate_precisions, keras_logits
 from mbert_lib.export.interpreter import TFLiteModel
+from mbert_lib.export.tflite import export_qat_tflite
 from mbert_lib.finetune.trainer import cached_task_data, run_finetuning
 from mbert_lib.models import build_encoder
 from mbert_lib.paired import paired_difference
@@ -92,6 +97,7 @@ class Variant:
     init: str
     upstream: str
     precisions: tuple[str, ...]
+    qat: bool = False  # quantization-aware fine-tuning, exported as qat_int8
 
 
 def percent(fraction: float) -> int:
@@ -130,11 +136,24 @@ def _run_dir(ctx: Context, label: str, seed: int, experiment, upstream: str):
     return parent / f"seed{seed}-{digest}"
 
 
+def run_directory(ctx: Context, label: str, seed: int):
+    """The fine-tuning run directory of `label` (sparsity_<percent>, ffn_units_<percent>,
+    qat) and `seed` that the step's last run wrote."""
+    found = sorted((ctx.step_dir("compress") / "runs" / label).glob(f"seed{seed}-*"))
+    if not found:
+        raise PipelineError(f"compress: no run {label} seed {seed} in {ctx.out_dir}; run the step")
+    return found[-1]
+
+
 def _train(ctx, settings, variant: Variant, seed: int, loaded: dict):
     """One fine-tuning run of `variant`: its done record, directory, data and experiment."""
     experiment = apply_overrides(
         finetune_experiment(ctx, settings, variant.init, seed),
-        [("trainer.train_steps", settings["train_steps"]), ("prune.sparsity", variant.sparsity)]
+        [
+            ("trainer.train_steps", settings["train_steps"]),
+            ("prune.sparsity", variant.sparsity),
+            ("qat.enabled", variant.qat),
+        ]
         + [(f"prune.{k}", v) for k, v in settings["prune"].items()],
     )
     directory = _run_dir(ctx, variant.label, seed, experiment, variant.upstream)
@@ -165,7 +184,8 @@ def structured_init(ctx: Context, init: str, upstream: str, fraction: float) -> 
 
 
 def variants(ctx: Context, settings: Mapping[str, Any], init: str, upstream: str) -> list:
-    """The dense student, each tfmot sparsity, each fraction of FFN units taken out."""
+    """The dense student, each tfmot sparsity, each fraction of FFN units taken out, and
+    the quantization-aware fine-tuned one."""
     pruned = tuple(settings["pruned_precisions"])
     found = [Variant(None, "sparsity_0", 0.0, init, upstream, tuple(settings["precisions"]))]
     for s in settings["sparsities"]:
@@ -176,7 +196,29 @@ def variants(ctx: Context, settings: Mapping[str, Any], init: str, upstream: str
         label = f"ffn_units_{percent(f)}"
         start = structured_init(ctx, init, upstream, f)
         found.append(Variant(label, label, 0.0, start, upstream, pruned))
+    if settings["qat"]:
+        found.append(Variant("qat_int8", "qat", 0.0, init, upstream, ("qat_int8",), qat=True))
     return found
+
+
+def evaluate_qat(model_dir, data, workdir, name: str) -> list[dict]:
+    """The QAT run in `model_dir` exported as int8 (`export_qat_tflite`): one record in
+    `evaluate_precisions`' fields, precision "qat_int8"; keras_accuracy is that of the
+    model with its fake-quantizers."""
+    simulated = load_qat_classifier(model_dir)
+    path = os.path.join(os.fspath(workdir), f"{name}_qat_int8.tflite")
+    size = export_qat_tflite(simulated, path, data.dev.features["input_word_ids"].shape[1])
+    logits = TFLiteModel(path, num_threads=2).predict(data.dev.features)["logits"]
+    return [
+        {
+            "precision": "qat_int8",
+            "accuracy": accuracy(logits, data.dev.labels),
+            "keras_accuracy": accuracy(keras_logits(simulated, data.dev.features), data.dev.labels),
+            "size_bytes": size,
+            "path": path,
+            "error": None,
+        }
+    ]
 
 
 def _latencies(paths: Mapping[str, str], example: Mapping[str, np.ndarray], settings) -> dict:
@@ -253,27 +295,32 @@ def run_compress(ctx: Context, settings: Mapping[str, Any]) -> dict:
     for variant in variants(ctx, settings, init, upstream):
         for seed in range(settings["seeds"]):
             done, directory, data, experiment = _train(ctx, settings, variant, seed, loaded)
-            records = evaluate_precisions(
-                load_classifier(directory),
-                data.dev.features,
-                data.dev.labels,
-                calibration_features(
-                    data.train.features,
-                    settings["calibration_examples"],
-                    settings["calibration_seed"],
-                ),
-                workdir=workdir.resolve(),
-                precisions=variant.precisions,
-                num_threads=2,
-                calibration_limit=settings["calibration_examples"],
-                name=f"{variant.label}_seed{seed}",
-                int8_mask_penalty=settings["int8_mask_penalty"],
+            name = f"{variant.label}_seed{seed}"
+            records = (
+                evaluate_qat(directory, data, workdir.resolve(), name)
+                if variant.qat
+                else evaluate_precisions(
+                    load_classifier(directory),
+                    data.dev.features,
+                    data.dev.labels,
+                    calibration_features(
+                        data.train.features,
+                        settings["calibration_examples"],
+                        settings["calibration_seed"],
+                    ),
+                    workdir=workdir.resolve(),
+                    precisions=variant.precisions,
+                    num_threads=2,
+                    calibration_limit=settings["calibration_examples"],
+                    name=name,
+                    int8_mask_penalty=settings["int8_mask_penalty"],
+                )
             )
             kernels = parameter_split(load_classifier(directory))["pruned_kernels"]
             for r in records:
                 if r["error"]:
                     raise PipelineError(f"compress: {r['precision']} export failed: {r['error']}")
-                method = method_name(variant.name, r["precision"])
+                method = variant.name if variant.qat else method_name(variant.name, r["precision"])
                 row = rows.setdefault(
                     method,
                     {
@@ -336,7 +383,8 @@ def run_compress(ctx: Context, settings: Mapping[str, Any]) -> dict:
 STEPS = [
     Step(
         "compress",
-        "pruning (50/75/90 %) and int8 of the fine-tuned student: size, accuracy, latency",
+        "pruning (magnitude, FFN units) and int8 (post-training, QAT) of the fine-tuned "
+        "student: size, accuracy, latency",
         run_compress,
         ("data",),
         uses=lambda s: [s["model"]],

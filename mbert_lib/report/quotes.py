@@ -55,6 +55,7 @@ FORMATS: dict[str, Callable] = {
     "sig2": lambda v: f"{v:.2g}",  # two significant digits: 0.22, 0.017, 3.6e-05
     "int": lambda v: f"{int(v):,}",
     "mb1": lambda v: f"{v / 1e6:.1f}",  # bytes as MB
+    "mb2": lambda v: f"{v / 1e6:.2f}",
     "minutes": lambda v: f"{v / 60:.1f}",  # seconds as minutes
     "hours": lambda v: f"{v / 3600:.1f}",  # seconds as hours
     "paired": _paired,  # a PairedDifference dict in points
