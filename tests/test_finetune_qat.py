@@ -1,6 +1,7 @@
 """Quantization-aware fine-tuning (`qat.enabled`): the int8 file computes what training
-simulated, its matmuls run in int8, the float classifier stays loadable, and a model the
-recipe cannot quantize is refused before anything is written."""
+simulated, its matmuls run in int8, the float classifier stays loadable, a pruned
+encoder keeps its zeros, and a model the recipe cannot quantize is refused before
+anything is written."""
 
 import collections
 import os
@@ -9,8 +10,9 @@ import numpy as np
 import pytest
 import tf_keras
 
-from mbert_lib.checkpoints import load_classifier
-from mbert_lib.compress import qat
+from mbert_lib.checkpoints import load_classifier, load_pretrainer, save_model_dir
+from mbert_lib.compress import pruning, qat
+from mbert_lib.data.tokenizer import save_tokenizer
 from mbert_lib.export.interpreter import TFLiteModel
 from mbert_lib.export.tflite import export_qat_tflite
 from mbert_lib.finetune import trainer
@@ -96,3 +98,21 @@ def test_a_model_the_recipe_cannot_quantize_is_refused_before_anything_is_writte
 def test_qat_and_pruning_together_are_refused(setup):
     with pytest.raises(ValueError, match="qat.enabled must be false when prune.sparsity > 0"):
         experiment(*setup, "trainer.train_steps=8,qat.enabled=true,prune.sparsity=0.5")
+
+
+def test_qat_of_a_pruned_encoder_keeps_its_zeros(setup, tmp_path):
+    pretrained = load_pretrainer(setup[0])
+    pruning.prune_once(pretrained, 0.5)
+    zeros = {k: v for k, v in pruning.kernel_sparsity(pretrained).items()}
+    init = tmp_path / "pruned"
+    save_model_dir(pretrained, init, save_tokenizer=lambda d: save_tokenizer(tokenizer(), d))
+    model_dir = tmp_path / "run"
+    run = experiment(str(init), setup[1], "trainer.train_steps=16,qat.enabled=true")
+    trainer.run_finetuning(run, model_dir, **QUIET)
+    after = pruning.kernel_sparsity(load_classifier(model_dir))
+    assert len(after) == len(zeros) and all(v >= 0.5 for v in after.values()), after
+    dense = tmp_path / "dense_run"  # the same run from the dense encoder: no zeros appear
+    trainer.run_finetuning(
+        experiment(*setup, "trainer.train_steps=16,qat.enabled=true"), dense, **QUIET
+    )
+    assert max(pruning.kernel_sparsity(load_classifier(dense)).values()) < 0.01

@@ -29,6 +29,7 @@ def test_the_presets_settings_are_accepted(preset):
         ({"sensitivity": [0.9, 1]}, r"compress.sensitivity\[\] must be a number in \[0, 1\)"),
         ({"ffn_units": [0.5, 1.0]}, r"compress.ffn_units\[\] must be a fraction in \(0, 1\)"),
         ({"ffn_units": [0]}, r"compress.ffn_units\[\] must be a fraction in \(0, 1\)"),
+        ({"pruned_qat": [0.75]}, r"compress.pruned_qat\[\] must be one of compress.sparsities"),
         ({"seeds": 1}, r"compress.seeds must be >= 2"),
         ({"precisions": ["fp32", "int4"]}, r"compress.precisions must be a list of"),
         ({"precisions": ["int8"]}, r"compress.precisions must be a list holding fp32"),

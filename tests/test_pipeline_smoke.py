@@ -111,6 +111,8 @@ def _compress(out):
         "prune_50",
         "prune_90",
         "ffn_units_50",
+        "qat_int8",
+        "prune_90_qat_int8",
     ]
     assert result["seeds"] == [0, 1] and result["hardware"]
     params = result["params"]  # pruning reaches the blocks' kernels, never the embeddings
@@ -140,6 +142,9 @@ def _compress(out):
     assert fp32["bytes"] - ffn["bytes"] == pytest.approx(4 * gone, rel=0.05)
     assert rows["full_int8"]["bytes"] < fp32["bytes"] / 2.5
     assert rows["qat_int8"]["bytes"] < fp32["bytes"] / 2.5
+    both = rows["prune_90_qat_int8"]  # QAT after pruning: int8 bytes, the zeros kept
+    assert both["sparsity"] == pytest.approx(rows["prune_90"]["sparsity"], abs=0.01)
+    assert both["gzip_bytes"] < rows["qat_int8"]["gzip_bytes"]
     # the scan: the smoke student's one block, then all blocks, each at 50 %
     scan = result["sensitivity"]
     assert [(p["block"], p["sparsity"]) for p in scan] == [(0, 0.5), ("all", 0.5)]

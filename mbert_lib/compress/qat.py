@@ -64,6 +64,31 @@ def _weight_quantizer():
     )
 
 
+class ZeroPreservingQuantizer(quantizers.LastValueQuantizer):
+    """tfmot's symmetric weight quantizer applied to W ⊙ M, with M = 1[W ≠ 0] fixed when
+    the wrapper is built. A pruned kernel's zeros stay zeros through QAT: their gradient
+    passes the mask and is 0, so Adam never moves them, and 0 sits on the symmetric
+    grid. For a dense kernel M is all ones and this is tfmot's quantizer."""
+
+    def __init__(self, kernel):
+        super().__init__(num_bits=8, per_axis=False, symmetric=True, narrow_range=True)
+        self.kernel = kernel
+
+    def build(self, tensor_shape, name, layer):
+        weights = super().build(tensor_shape, name, layer)
+        kernel = self.kernel
+        weights["zero_mask"] = layer.add_weight(
+            f"{name}_zero_mask",
+            shape=tensor_shape,
+            initializer=lambda shape, dtype=None: tf.cast(tf.not_equal(kernel, 0), kernel.dtype),
+            trainable=False,
+        )
+        return weights
+
+    def __call__(self, inputs, training, weights, **kwargs):
+        return super().__call__(inputs * weights["zero_mask"], training, weights, **kwargs)
+
+
 def _output_quantizer():
     return quantizers.MovingAverageQuantizer(
         num_bits=8, per_axis=False, symmetric=False, narrow_range=False
@@ -72,10 +97,11 @@ def _output_quantizer():
 
 class KernelConfig(tfmot.quantization.keras.QuantizeConfig):
     """A kernel-holding layer (Dense, HeadProjection, HeadMerge): its kernel, symmetric
-    per tensor, and its output, by moving-average range."""
+    per tensor with its zeros kept (`ZeroPreservingQuantizer`: QAT of a pruned model
+    keeps its sparsity), and its output, by moving-average range."""
 
     def get_weights_and_quantizers(self, layer):
-        return [(layer.kernel, _weight_quantizer())]
+        return [(layer.kernel, ZeroPreservingQuantizer(layer.kernel))]
 
     def get_activations_and_quantizers(self, layer):
         return []
@@ -223,6 +249,7 @@ def load_qat_classifier(directory: str | os.PathLike):
 __all__ = [
     "KernelConfig",
     "OutputConfig",
+    "ZeroPreservingQuantizer",
     "check_quantizable",
     "is_wrapped",
     "load_qat_classifier",

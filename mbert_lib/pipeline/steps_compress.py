@@ -1,16 +1,21 @@
 """The compression step of `python -m mbert_lib reproduce` (optional: `--steps compress`).
 
     compress   the distilled student settings["model"] fine-tuned on the task, once per
-               seed dense, once per seed and sparsity pruned (`prune.sparsity` of the
-               fine-tuning experiment: tfmot's magnitude pruning along its polynomial
-               decay), and once per seed and fraction of FFN units taken out before
-               fine-tuning (settings["ffn_units"], mbert_lib.compress.structured: smaller
-               dense shapes), and with settings["qat"] once per seed quantization-aware
-               (`qat.enabled`, tfmot's fake-quantizers; exported int8 with the ranges
-               it learned). Every run shares the seed's head initialisation, data
-               order and steps with the dense run, so its accuracy is paired with the
-               dense one seed by seed. Every classifier goes to LiteRT; the dense one
-               also at dynamic-range int8 and full-integer int8 (calibrated on training
+               seed for each of:
+               - dense;
+               - magnitude-pruned to each of settings["sparsities"] (`prune.sparsity`
+                 of the fine-tuning experiment: tfmot's polynomial decay);
+               - with each fraction of settings["ffn_units"] of every FFN's units
+                 taken out before fine-tuning (mbert_lib.compress.structured: smaller
+                 dense shapes);
+               - quantization-aware, with settings["qat"] (`qat.enabled`: tfmot's
+                 fake-quantizers; exported int8 with the ranges it learned);
+               - quantization-aware again from the run pruned to each of
+                 settings["pruned_qat"], its zeros kept.
+               Every run shares the seed's head initialisation, data order and steps
+               with the dense run, so its accuracy is paired with the dense one seed
+               by seed. Every classifier goes to LiteRT; the dense one also at
+               dynamic-range int8 and full-integer int8 (calibrated on training
                sentences). Dev accuracy through the LiteRT interpreter, each .tflite's
                bytes and gzip bytes (level 9, as tfmot measures), and seed 0's files
                timed at batch 1, interleaved round-robin. The sensitivity scan prunes
@@ -32,7 +37,8 @@ Result (also written to <out>/compress/compress.json):
 
 `method` is fp32, dynamic_int8 or full_int8 for the dense student, prune_<percent> or
 ffn_units_<percent> for a pruned one at fp32 (<method>_<precision> at another precision),
-qat_int8 for the quantization-aware fine-tuned one (with settings["qat"]).
+qat_int8 for the quantization-aware fine-tuned one (with settings["qat"]),
+prune_<percent>_qat_int8 for QAT after pruning (settings["pruned_qat"]).
 `sparsity` is the fraction of the dense student's block-kernel weights that are zero or
 gone; `kernel_params` the block kernels' size in the row's model.
 """
@@ -55,6 +61,7 @@ from mbert_lib.checkpoints import load_classifier, load_config, load_encoder, sa
 from mbert_lib.compress.checks import check_sparsity
 from mbert_lib.compress.pruning import (
     encoder_blocks,
+    overall_sparsity,
     prune_once,
     pruning_targets,
 )
@@ -97,7 +104,8 @@ class Variant:
     init: str
     upstream: str
     precisions: tuple[str, ...]
-    qat: bool = False  # quantization-aware fine-tuning, exported as qat_int8
+    qat: bool = False  # quantization-aware fine-tuning, exported as <name>
+    after: str | None = None  # starts from this label's run of the same seed, not `init`
 
 
 def percent(fraction: float) -> int:
@@ -110,6 +118,13 @@ def check_settings(settings: Mapping[str, Any]) -> None:
         check_sparsity(s, "compress.sparsities[]")
     for s in settings["sensitivity"]:
         check_sparsity(s, "compress.sensitivity[]")
+    for s in settings["pruned_qat"]:
+        check(
+            s in settings["sparsities"],
+            "compress.pruned_qat[]",
+            f"one of compress.sparsities {settings['sparsities']} (QAT starts from that run)",
+            s,
+        )
     for f in settings["ffn_units"]:
         fraction = isinstance(f, int | float) and not isinstance(f, bool)
         check(fraction and 0 < f < 1, "compress.ffn_units[]", "a fraction in (0, 1)", f)
@@ -147,6 +162,11 @@ def run_directory(ctx: Context, label: str, seed: int):
 
 def _train(ctx, settings, variant: Variant, seed: int, loaded: dict):
     """One fine-tuning run of `variant`: its done record, directory, data and experiment."""
+    if variant.after is not None:  # e.g. QAT of seed k's pruned classifier's encoder
+        start = run_directory(ctx, variant.after, seed)
+        variant = dataclasses.replace(
+            variant, init=str(start), upstream=f"{variant.upstream}/{start.name}"
+        )
     experiment = apply_overrides(
         finetune_experiment(ctx, settings, variant.init, seed),
         [
@@ -198,6 +218,10 @@ def variants(ctx: Context, settings: Mapping[str, Any], init: str, upstream: str
         found.append(Variant(label, label, 0.0, start, upstream, pruned))
     if settings["qat"]:
         found.append(Variant("qat_int8", "qat", 0.0, init, upstream, ("qat_int8",), qat=True))
+    for s in settings["pruned_qat"]:  # QAT after pruning, the zeros kept
+        name = f"prune_{percent(s)}_qat_int8"
+        after = f"sparsity_{percent(s)}"
+        found.append(Variant(name, name, 0.0, init, upstream, ("qat_int8",), True, after))
     return found
 
 
@@ -316,7 +340,9 @@ def run_compress(ctx: Context, settings: Mapping[str, Any]) -> dict:
                     int8_mask_penalty=settings["int8_mask_penalty"],
                 )
             )
-            kernels = parameter_split(load_classifier(directory))["pruned_kernels"]
+            float_model = load_classifier(directory)
+            kernels = parameter_split(float_model)["pruned_kernels"]
+            zeros = overall_sparsity(float_model)
             for r in records:
                 if r["error"]:
                     raise PipelineError(f"compress: {r['precision']} export failed: {r['error']}")
@@ -333,7 +359,7 @@ def run_compress(ctx: Context, settings: Mapping[str, Any]) -> dict:
                         "paths": [],
                     },
                 )
-                row["sparsity"].append(done.get("sparsity", 0.0))
+                row["sparsity"].append(zeros)
                 row["accuracy"].append(r["accuracy"])
                 row["keras_accuracy"].append(r["keras_accuracy"])
                 row["paths"].append(r["path"])

@@ -23,14 +23,18 @@ LABELS = {
 
 
 def label(method: str) -> str:
-    """A method's name as the table prints it."""
+    """A method's name as the table prints it: prune_90 "magnitude-pruned 90 %",
+    ffn_units_50 "50 % of FFN units out", a suffix _<precision> ", then <precision>"."""
     if method in LABELS:
         return LABELS[method]
-    kind, _, rest = method.partition("_")
-    if kind == "prune":
-        return f"magnitude-pruned {rest} %"
-    if method.startswith("ffn_units_"):
-        return f"{method.removeprefix('ffn_units_')} % of FFN units out"
+    for prefix, text in (
+        ("prune_", "magnitude-pruned {} %"),
+        ("ffn_units_", "{} % of FFN units out"),
+    ):
+        if method.startswith(prefix):
+            percent, _, precision = method.removeprefix(prefix).partition("_")
+            name = text.format(percent)
+            return f"{name}, then {LABELS.get(precision, precision)}" if precision else name
     return method
 
 

@@ -64,7 +64,7 @@ k = params["pruned_kernels"] / params["total"]
 dense = ROWS["fp32"]["gzip_bytes"]
 rows = []
 for method, row in ROWS.items():
-    if method.startswith("prune_"):
+    if method.startswith("prune_") and row["precision"] == "fp32":
         predicted = dense * (1 - row["sparsity"] * k)
         rows.append({"method": method, "sparsity": round(row["sparsity"], 3),
                      "predicted gzip (MB)": round(predicted / 1e6, 3),
@@ -127,7 +127,8 @@ print(f"seed 0: dense {100 * before:.1f} %, pruned per block {100 * after:.1f} %
 
 # %%
 ffn = next(m for m in ROWS if m.startswith("ffn_units_"))
-twin = min((m for m in ROWS if m.startswith("prune_")),
+pruned_fp32 = [m for m in ROWS if m.startswith("prune_") and ROWS[m]["precision"] == "fp32"]
+twin = min(pruned_fp32,
            key=lambda m: abs(ROWS[m]["sparsity"] - ROWS[ffn]["sparsity"]))
 table = pd.DataFrame({
     m: {"weights zero or gone (%)": f"{100 * ROWS[m]['sparsity']:.0f}",
@@ -163,6 +164,6 @@ expected = sum(
 )
 assert abs(removed - expected) <= len(kernels), (removed, expected)  # ties at the threshold
 # 3. the twin is the magnitude-pruned row closest in sparsity
-gaps = {m: abs(ROWS[m]["sparsity"] - ROWS[ffn]["sparsity"]) for m in ROWS if m.startswith("prune_")}
+gaps = {m: abs(ROWS[m]["sparsity"] - ROWS[ffn]["sparsity"]) for m in pruned_fp32}
 assert gaps[twin] == min(gaps.values())
 print("checks passed")
