@@ -1,0 +1,157 @@
+"""Post-training int8 with attention left in float: faster than dynamic-range int8?
+
+    python experiments/selective_int8.py [--run runs/laptop] [--out results/selective_int8.json]
+
+The compress step's full-integer int8 file spends most of its time in the interpreter's
+reference kernels for int8 BatchMatMul and softmax (docs/compression.md). This script
+converts each seed's dense fine-tuned classifier of the step again, post-training, with
+the converter's selective quantization: every op int8 as in `int8`, except the ops
+named in `--float_ops` (by default BATCH_MATMUL and SOFTMAX), which the converter's
+`QuantizationDebugger` keeps in float (`denylisted_ops`). For each seed it measures the
+dev accuracy through LiteRT beside the step's fp32 file, and times seed 0's files
+(fp32, dynamic int8, full int8, this one, the QAT file) at batch 1 and one thread,
+round-robin, in `--rounds` separate rounds of `--repeats` calls.
+
+Needs a finished `compress` step in `--run`.
+"""
+
+import argparse
+import collections
+import glob
+import os
+
+import numpy as np
+import tensorflow as tf
+
+from mbert_lib import hardware
+from mbert_lib.bench import write_json
+from mbert_lib.bench.timing import interleaved_timings
+from mbert_lib.checkpoints import load_classifier
+from mbert_lib.experiment import load_experiment
+from mbert_lib.export import tflite
+from mbert_lib.export.evaluate import accuracy
+from mbert_lib.export.interpreter import TFLiteModel
+from mbert_lib.export.representative import representative_dataset
+from mbert_lib.finetune.experiment import FinetuneExperiment
+from mbert_lib.finetune.trainer import cached_task_data
+from mbert_lib.paired import paired_difference
+from mbert_lib.pipeline.steps_export import calibration_features
+
+
+def convert_selective(model, calibration, seq_length, float_ops, penalty, limit) -> bytes:
+    """The `int8` conversion of `model` with `float_ops` kept in float."""
+    function = tflite.serving_function(model, seq_length, 1, penalty)
+    weights = tf.Module()
+    weights.variables_list = list(model.weights)
+    converter = tflite.make_converter(
+        function, "int8", representative_dataset(calibration, limit), weights
+    )
+    debugger = tf.lite.experimental.QuantizationDebugger(
+        converter=converter,
+        debug_dataset=representative_dataset(calibration, limit),
+        debug_options=tf.lite.experimental.QuantizationDebugOptions(denylisted_ops=list(float_ops)),
+    )
+    return debugger.get_nondebug_quantized_model()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--run", default="runs/laptop")
+    parser.add_argument("--out", default="results/selective_int8.json")
+    parser.add_argument("--float_ops", default="BATCH_MATMUL,SOFTMAX")
+    parser.add_argument("--calibration_examples", type=int, default=200)
+    parser.add_argument("--mask_penalty", type=float, default=20.0)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=50)
+    args = parser.parse_args()
+    float_ops = args.float_ops.split(",")
+    step = os.path.join(args.run, "compress")
+    files = os.path.join(step, "tflite")
+    seeds = sorted(
+        int(os.path.basename(d).split("-")[0].removeprefix("seed"))
+        for d in glob.glob(os.path.join(step, "runs", "sparsity_0", "seed*"))
+    )
+    if not seeds:
+        raise SystemExit(f"{step} has no finished compress step: run --steps compress first")
+    loaded, accuracies, example, selective_paths = {}, collections.defaultdict(list), None, {}
+    for seed in seeds:
+        [run_dir] = glob.glob(os.path.join(step, "runs", "sparsity_0", f"seed{seed}-*"))
+        experiment = load_experiment(
+            os.path.join(run_dir, "experiment.yaml"), cls=FinetuneExperiment
+        )
+        data = cached_task_data(experiment, loaded)
+        calibration = calibration_features(data.train.features, args.calibration_examples, 0)
+        flatbuffer = convert_selective(
+            load_classifier(run_dir),
+            calibration,
+            experiment.task.seq_length,
+            float_ops,
+            args.mask_penalty,
+            args.calibration_examples,
+        )
+        path = os.path.join(files, f"sparsity_0_seed{seed}_int8_float_attention.tflite")
+        with open(path, "wb") as f:
+            f.write(flatbuffer)
+        selective_paths[seed] = path
+        for name, file in (
+            ("fp32", os.path.join(files, f"sparsity_0_seed{seed}_fp32.tflite")),
+            ("int8_float_attention", path),
+        ):
+            logits = TFLiteModel(file, num_threads=2).predict(data.dev.features)["logits"]
+            accuracies[name].append(accuracy(logits, data.dev.labels))
+        print(
+            f"seed {seed}: fp32 {accuracies['fp32'][-1]:.4f}, "
+            f"int8 with float attention {accuracies['int8_float_attention'][-1]:.4f}"
+        )
+        if example is None:
+            example = {k: np.asarray(v[:1], np.int32) for k, v in data.dev.features.items()}
+    timed = {
+        "fp32": os.path.join(files, "sparsity_0_seed0_fp32.tflite"),
+        "dynamic_int8": os.path.join(files, "sparsity_0_seed0_dynamic_int8.tflite"),
+        "full_int8": os.path.join(files, "sparsity_0_seed0_int8.tflite"),
+        "int8_float_attention": selective_paths[seeds[0]],
+        "qat_int8": os.path.join(files, "qat_seed0_qat_int8.tflite"),
+    }
+    runners = {}
+    for name, file in timed.items():
+        model = TFLiteModel(file, num_threads=1)
+        runners[name] = lambda m=model: m.runner(**example)
+    rounds = [
+        interleaved_timings(runners, repeats=args.repeats, warmup=5) for _ in range(args.rounds)
+    ]
+    medians = {name: float(np.median([r[name].median_ms for r in rounds])) for name in timed}
+    ops = collections.Counter(
+        op["op_name"]
+        for op in TFLiteModel(selective_paths[seeds[0]]).interpreter._get_ops_details()
+    )
+    record = {
+        "float_ops": float_ops,
+        "seeds": seeds,
+        "accuracy": dict(accuracies),
+        "vs_fp32": paired_difference(
+            accuracies["int8_float_attention"], accuracies["fp32"]
+        ).to_dict(),
+        "latency_ms": medians,
+        "latency_vs_fp32": {k: round(v / medians["fp32"], 4) for k, v in medians.items()},
+        "latency_vs_dynamic_int8": {
+            k: round(v / medians["dynamic_int8"], 4) for k, v in medians.items()
+        },
+        "bytes": {k: os.path.getsize(v) for k, v in timed.items()},
+        "op_counts": dict(sorted(ops.items())),
+        "threads": 1,
+        "rounds": args.rounds,
+        "repeats": args.repeats,
+        "hardware": hardware.describe(),
+        "load_1min": round(os.getloadavg()[0], 2),
+    }
+    write_json([record], args.out)
+    for name in timed:
+        print(
+            f"{name:22s} {medians[name]:.4f} ms  {record['latency_vs_fp32'][name]:.2f}x fp32  "
+            f"{record['latency_vs_dynamic_int8'][name]:.2f}x dynamic int8"
+        )
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
