@@ -7,7 +7,8 @@ reference kernels for int8 BatchMatMul and softmax (docs/compression.md). This s
 converts each seed's dense fine-tuned classifier of the step again, post-training, with
 the converter's selective quantization: every op int8 as in `int8`, except the ops
 named in `--float_ops` (by default BATCH_MATMUL and SOFTMAX), which the converter's
-`QuantizationDebugger` keeps in float (`denylisted_ops`). For each seed it measures the
+`QuantizationDebugger` keeps in float (`denylisted_ops`;
+`mbert_lib.export.tflite.convert_int8_float_attention`). For each seed it measures the
 dev accuracy through LiteRT beside the step's fp32 file, and times seed 0's files
 (fp32, dynamic int8, full int8, this one, the QAT file) at batch 1 and one thread,
 round-robin, in `--rounds` separate rounds of `--repeats` calls.
@@ -21,7 +22,6 @@ import glob
 import os
 
 import numpy as np
-import tensorflow as tf
 
 from mbert_lib import hardware
 from mbert_lib.bench import write_json
@@ -36,22 +36,6 @@ from mbert_lib.finetune.experiment import FinetuneExperiment
 from mbert_lib.finetune.trainer import cached_task_data
 from mbert_lib.paired import paired_difference
 from mbert_lib.pipeline.steps_export import calibration_features
-
-
-def convert_selective(model, calibration, seq_length, float_ops, penalty, limit) -> bytes:
-    """The `int8` conversion of `model` with `float_ops` kept in float."""
-    function = tflite.serving_function(model, seq_length, 1, penalty)
-    weights = tf.Module()
-    weights.variables_list = list(model.weights)
-    converter = tflite.make_converter(
-        function, "int8", representative_dataset(calibration, limit), weights
-    )
-    debugger = tf.lite.experimental.QuantizationDebugger(
-        converter=converter,
-        debug_dataset=representative_dataset(calibration, limit),
-        debug_options=tf.lite.experimental.QuantizationDebugOptions(denylisted_ops=list(float_ops)),
-    )
-    return debugger.get_nondebug_quantized_model()
 
 
 def main() -> None:
@@ -81,13 +65,12 @@ def main() -> None:
         )
         data = cached_task_data(experiment, loaded)
         calibration = calibration_features(data.train.features, args.calibration_examples, 0)
-        flatbuffer = convert_selective(
+        flatbuffer = tflite.convert_int8_float_attention(
             load_classifier(run_dir),
-            calibration,
+            representative_dataset(calibration, args.calibration_examples),
             experiment.task.seq_length,
             float_ops,
             args.mask_penalty,
-            args.calibration_examples,
         )
         path = os.path.join(files, f"sparsity_0_seed{seed}_int8_float_attention.tflite")
         with open(path, "wb") as f:

@@ -250,3 +250,33 @@ def export_qat_tflite(model, path: str | os.PathLike, seq_length: int = 128) -> 
             "(mbert_lib.compress.qat.wrap_for_qat), or export it post-training (export_tflite)"
         )
     return export_tflite(model, path, "dynamic_int8", seq_length)
+
+
+FLOAT_ATTENTION_OPS = ("BATCH_MATMUL", "SOFTMAX")
+
+
+def convert_int8_float_attention(
+    model,
+    representative_dataset: Callable[[], Iterable],
+    seq_length: int = 128,
+    float_ops: Iterable[str] = FLOAT_ATTENTION_OPS,
+    int8_mask_penalty: float = inference.DEFAULT_MASK_PENALTY,
+) -> bytes:
+    """`model` as the `int8` precision converts it, with the ops in `float_ops` (by
+    default attention's batched products and its softmax) kept in float: the converter's
+    selective quantization (`QuantizationDebugger` with `denylisted_ops`). LiteRT's
+    XNNPACK delegate has no int8 kernel for those two, so a full-integer file runs them
+    in the interpreter's reference kernels; kept in float, XNNPACK runs the whole graph
+    (docs/compression.md). `representative_dataset` is called twice (calibration and
+    the debugger's own pass)."""
+    inference.check_mask_penalty(int8_mask_penalty, "int8_mask_penalty")
+    function = serving_function(model, seq_length, 1, int8_mask_penalty)
+    weights = tf.Module()
+    weights.variables_list = list(model.weights)
+    converter = make_converter(function, "int8", representative_dataset, weights)
+    debugger = tf.lite.experimental.QuantizationDebugger(
+        converter=converter,
+        debug_dataset=representative_dataset,
+        debug_options=tf.lite.experimental.QuantizationDebugOptions(denylisted_ops=list(float_ops)),
+    )
+    return debugger.get_nondebug_quantized_model()
