@@ -241,8 +241,9 @@ print(f"grid step s = {s:.4f}; largest rounding error inside the range "
 # which matmuls run on int8 inputs.
 
 # %%
-qat_model = qat.load_qat_classifier(run_directory(ctx, "qat", 0))
-print(f"QAT wrappers: {len(qat.qat_targets(load_classifier(run_directory(ctx, 'qat', 0))))}")
+targets = qat.qat_targets(load_classifier(run_directory(ctx, "qat", 0)))
+print("layers QAT wraps:", {c.__name__: [t[2] for t in targets].count(c) for c in
+                            (qat.KernelConfig, qat.EmbeddingConfig, qat.OutputConfig)})
 
 
 def matmul_inputs(path) -> dict:

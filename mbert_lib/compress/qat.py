@@ -247,6 +247,7 @@ def load_qat_classifier(directory: str | os.PathLike):
 
 
 __all__ = [
+    "EmbeddingConfig",
     "KernelConfig",
     "OutputConfig",
     "ZeroPreservingQuantizer",

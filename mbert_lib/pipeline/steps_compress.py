@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
 import os
 import shutil
 from collections.abc import Mapping
@@ -68,7 +67,7 @@ from mbert_lib.compress.pruning import (
 from mbert_lib.compress.qat import load_qat_classifier
 from mbert_lib.compress.size import gzip_bytes
 from mbert_lib.compress.structured import prune_ffn_units
-from mbert_lib.config_tree import apply_overrides, check, to_dict
+from mbert_lib.config_tree import apply_overrides, check
 from mbert_lib.data.tokenizer import load_tokenizer, save_tokenizer
 from mbert_lib.export.evaluate import accuracy, evaluate_precisions, keras_logits
 from mbert_lib.export.interpreter import TFLiteModel
@@ -78,7 +77,7 @@ from mbert_lib.models import build_encoder
 from mbert_lib.paired import paired_difference
 from mbert_lib.pipeline.core import Context, PipelineError, Step, read_record
 from mbert_lib.pipeline.steps_export import calibration_features
-from mbert_lib.pipeline.steps_finetune import finetune_experiment
+from mbert_lib.pipeline.steps_finetune import finetune_experiment, seed_run_dir
 
 RESULT_FILE = "compress.json"
 METHOD_OF_PRECISION = {"fp32": "fp32", "dynamic_int8": "dynamic_int8", "int8": "full_int8"}
@@ -140,17 +139,6 @@ def check_settings(settings: Mapping[str, Any]) -> None:
     )
 
 
-def _run_dir(ctx: Context, label: str, seed: int, experiment, upstream: str):
-    """compress/runs/<label>/seed<k>-<hash>: a new directory when the settings change."""
-    key = json.dumps({"experiment": to_dict(experiment), "upstream": upstream}, sort_keys=True)
-    digest = hashlib.sha256(key.encode()).hexdigest()[:10]
-    parent = ctx.step_dir("compress") / "runs" / label
-    for stale in parent.glob(f"seed{seed}-*"):
-        if stale.name != f"seed{seed}-{digest}":
-            shutil.rmtree(stale)
-    return parent / f"seed{seed}-{digest}"
-
-
 def run_directory(ctx: Context, label: str, seed: int):
     """The fine-tuning run directory of `label` (sparsity_<percent>, ffn_units_<percent>,
     qat) and `seed` that the step's last run wrote."""
@@ -176,7 +164,8 @@ def _train(ctx, settings, variant: Variant, seed: int, loaded: dict):
         ]
         + [(f"prune.{k}", v) for k, v in settings["prune"].items()],
     )
-    directory = _run_dir(ctx, variant.label, seed, experiment, variant.upstream)
+    parent = ctx.step_dir("compress") / "runs" / variant.label
+    directory = seed_run_dir(parent, seed, experiment, variant.upstream)
     ctx.log(f"compress: {variant.name or 'dense'}, seed {seed} -> {directory}")
     data = cached_task_data(experiment, loaded)
     done = run_finetuning(
@@ -320,11 +309,12 @@ def run_compress(ctx: Context, settings: Mapping[str, Any]) -> dict:
         for seed in range(settings["seeds"]):
             done, directory, data, experiment = _train(ctx, settings, variant, seed, loaded)
             name = f"{variant.label}_seed{seed}"
+            float_model = load_classifier(directory)
             records = (
                 evaluate_qat(directory, data, workdir.resolve(), name)
                 if variant.qat
                 else evaluate_precisions(
-                    load_classifier(directory),
+                    float_model,
                     data.dev.features,
                     data.dev.labels,
                     calibration_features(
@@ -340,8 +330,10 @@ def run_compress(ctx: Context, settings: Mapping[str, Any]) -> dict:
                     int8_mask_penalty=settings["int8_mask_penalty"],
                 )
             )
-            float_model = load_classifier(directory)
-            kernels = parameter_split(float_model)["pruned_kernels"]
+            split = parameter_split(float_model)
+            if variant.name is None:
+                dense_split = split
+            kernels = split["pruned_kernels"]
             zeros = overall_sparsity(float_model)
             for r in records:
                 if r["error"]:
@@ -395,7 +387,7 @@ def run_compress(ctx: Context, settings: Mapping[str, Any]) -> dict:
         "steps": settings["train_steps"],
         "threads": settings["threads"],
         "rows": table,
-        "params": parameter_split(load_classifier(directory)),
+        "params": dense_split,
         "sensitivity": _paired_scan(scans, rows["fp32"]["keras_accuracy"]) if scans else [],
         "hardware": hardware.describe(),
         "load_1min": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None,

@@ -23,6 +23,7 @@ import hashlib
 import json
 import shutil
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from mbert_lib.config_tree import apply_overrides, check, to_dict
@@ -100,12 +101,12 @@ def finetune_experiment(
     )
 
 
-def _run_dir(ctx: Context, model: str, seed: int, experiment, upstream: str):
-    """finetune/<model>/seed<k>-<hash>: a new directory when the model or the settings change."""
+def seed_run_dir(parent: Path, seed: int, experiment, upstream: str) -> Path:
+    """parent/seed<k>-<hash>: a new directory when the experiment or what it starts from
+    (`upstream`) changes; the seed's stale directories are removed."""
 
     key = json.dumps({"experiment": to_dict(experiment), "upstream": upstream}, sort_keys=True)
     digest = hashlib.sha256(key.encode()).hexdigest()[:10]
-    parent = ctx.step_dir("finetune") / model
     for stale in parent.glob(f"seed{seed}-*"):
         if stale.name != f"seed{seed}-{digest}":
             shutil.rmtree(stale)
@@ -157,7 +158,9 @@ def run_finetune(ctx: Context, settings: Mapping[str, Any]) -> dict:
         runs = []
         for seed in range(spec["seeds"]):
             experiment = finetune_experiment(ctx, settings, init, seed, model)
-            directory = _run_dir(ctx, model, seed, experiment, record["fingerprint"])
+            directory = seed_run_dir(
+                ctx.step_dir("finetune") / model, seed, experiment, record["fingerprint"]
+            )
             ctx.log(f"finetune: {model}, seed {seed} -> {directory}")
             done = run_finetuning(
                 experiment,
