@@ -37,6 +37,8 @@
 # F FFNs per block; a kernel W is [in, out].
 
 # %%
+import warnings
+
 import mbert_lib  # noqa: F401  (selects tf-keras before TensorFlow is imported)
 import numpy as np
 import pandas as pd
@@ -47,15 +49,24 @@ from mbert_lib import hardware
 from mbert_lib.checkpoints import load_classifier, load_encoder
 from mbert_lib.compress import pruning, qat, structured
 from mbert_lib.compress.size import gzip_bytes
+from mbert_lib.experiment import load_experiment
+from mbert_lib.export import layer_error
 from mbert_lib.export.interpreter import TFLiteModel
+from mbert_lib.export.representative import representative_dataset
+from mbert_lib.finetune.experiment import FinetuneExperiment
+from mbert_lib.finetune.trainer import cached_task_data
 from mbert_lib.models import build_encoder
 from mbert_lib.pipeline import ensure, notebook_context
 from mbert_lib.pipeline.steps_compress import run_directory
+from mbert_lib.pipeline.steps_export import calibration_features
 from mbert_lib.runtime import fast_mode, figure_path, shown_path
 from mbert_lib.tables.compress import compression_table, sensitivity_table
 from mbert_lib.viz import compress as compress_viz
 
 pd.set_option("display.width", 220)
+tf.get_logger().setLevel("ERROR")  # no "Assets written to ..." lines from the converter
+# the converter's int8 calibrator still runs on tf.lite.Interpreter; the files run on LiteRT
+warnings.filterwarnings("ignore", message=".*tf.lite.Interpreter is deprecated")
 ctx = notebook_context()
 print("fast mode" if fast_mode() else "full mode", "| pipeline output:", shown_path(ctx.out_dir),
       "| data:", ctx.data_dir or "builtin (offline default)")
@@ -277,6 +288,73 @@ print(f"zeros in the block kernels: pruned {pruned_zeros:.4f}, then QAT {both_ze
 assert both_zeros >= pruned_zeros
 
 # %% [markdown] slideshow={"slide_type": "slide"}
+# ### Where int8 loses the signal, block by block
+#
+# Accuracy says little about where rounding hurts. Convert a file again with every
+# block's output as an extra output (`mbert_lib.export.layer_error`) and compare each one
+# with the same forward in float, same weights, same attention mask:
+#
+# $$e_k = \frac{\lVert \hat y_k - y_k \rVert_F}{\lVert y_k \rVert_F}, \qquad y_k \in \mathbb{R}^{n \times T \times H} \text{ the output of block } k \text{ over } n \text{ examples}.$$
+#
+# Four comparisons on seed 0: the two post-training files against the dense student,
+# and the QAT file twice, against the Keras model QAT trained (fake-quantizers
+# included) and against its own weights run in float.
+
+# %%
+experiment = load_experiment(dense_dir / "experiment.yaml", cls=FinetuneExperiment)
+data = cached_task_data(experiment, {})
+dev = {k: v[:256] for k, v in data.dev.features.items()}                     # [n, T]
+n_calibration = SETTINGS["calibration_examples"]
+calibration = calibration_features(
+    data.train.features, n_calibration, SETTINGS["calibration_seed"])
+penalty = SETTINGS["int8_mask_penalty"]                # the bounded mask of the int8 file
+dense = load_classifier(dense_dir)                     # `classifier` was pruned above
+qat_dir = run_directory(ctx, "qat", 0)
+qat_model = qat.load_qat_classifier(qat_dir)           # wrapped, with its learned ranges
+cases = {  # label: (model converted, float reference, precision, calibration, mask)
+    "PTQ dynamic int8": (dense, dense, "dynamic_int8", None, None),
+    "PTQ full int8": (dense, dense, "int8",
+                      representative_dataset(calibration, n_calibration), penalty),
+    "QAT int8 vs its fake-quant model": (qat_model, qat_model, "dynamic_int8", None, None),
+    "QAT int8 vs its weights in float": (qat_model, load_classifier(qat_dir),
+                                         "dynamic_int8", None, None),
+}
+errors, files = {}, {}
+for label, (model, reference, precision, calibrate, mask) in cases.items():
+    files[label] = layer_error.convert_with_block_outputs(
+        model, precision, experiment.task.seq_length, calibrate, mask)
+    errors[label] = layer_error.layer_errors(reference, files[label], dev, mask)
+display(pd.DataFrame({label: {**{o: f"{100 * e:.1f} %" for o, e in r["relative_error"].items()},
+                              "argmax kept": f"{100 * r['agreement']:.1f} %"}
+                      for label, r in errors.items()}).T)
+fig = compress_viz.plot_block_errors(
+    {label: r["relative_error"] for label, r in errors.items()},
+    figure_path("11_int8_error_by_block.png"))
+
+# %%
+# Sanity: the error of the full-integer file's last block, recomputed in NumPy from the
+# file's own output and the float forward.
+last = f"block_{dense.config.num_hidden_layers - 1}"
+got = TFLiteModel(files["PTQ full int8"]).predict(dev)[last]                  # [n, T, H]
+want = layer_error.block_outputs(dense, dev, penalty)[last].numpy()
+e = np.linalg.norm(got - want) / np.linalg.norm(want)
+assert abs(e - errors["PTQ full int8"]["relative_error"][last]) < 1e-5
+print(f"{last}: e = {e:.4f}, as the table says")
+
+# %% [markdown]
+# How to read it (the numbers of all three seeds are in `results/int8_layer_error.json`,
+# discussed in `docs/compression.md`):
+#
+# * **Dynamic-range int8** rounds only the weights and each matmul's input, and its error
+#   stays flat from block to block.
+# * **Full-integer int8** also rounds every activation between the ops, and its error
+#   grows from the first block to the last.
+# * **QAT** is a different kind of model. Its int8 file follows the fake-quantized model
+#   it was trained as (the converter is faithful), but is far from its own weights run in
+#   float. Its training never asked the float version to be right, only the quantized
+#   one. "Error against float" measures post-training int8; QAT is measured by accuracy.
+
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 6 · The table
 #
 # Every row is a fine-tuned student, its accuracy measured through the LiteRT
@@ -335,8 +413,11 @@ print("checks passed")
 #   QAT file has int8 matmuls but float attention (section 5), which XNNPACK runs whole;
 #   the full-integer file's int8 batched products and softmax run in the interpreter's
 #   reference kernels (`docs/compression.md` has the profile).
+# * **Where int8 loses the signal**: full-integer int8's error grows block by block,
+#   dynamic int8's stays flat. The QAT file follows the model QAT trained, not its
+#   weights in float.
 # * Figures: `figures/11_pruning_schedule.png`, `11_sensitivity.png`,
-#   `11_size_accuracy_latency.png`.
+#   `11_int8_error_by_block.png`, `11_size_accuracy_latency.png`.
 #
 # ## Exercises
 #

@@ -54,6 +54,9 @@ def test_huge_penalty_is_the_keras_forward(name):
     got = inference.model_forward(encoder, FEATURES, mask_penalty=1e9)
     for key in ("sequence_output", "pooled_output"):
         assert _max_diff(got[key], want[key]) < 1e-5
+    assert len(got["encoder_outputs"]) == len(want["encoder_outputs"]) == len(encoder.blocks)
+    for block, (g, w) in enumerate(zip(got["encoder_outputs"], want["encoder_outputs"])):
+        assert _max_diff(g, w) < 1e-5, block
 
 
 @pytest.mark.parametrize("name", ["student_kq_shared", "teacher_layer_norm"])

@@ -85,18 +85,22 @@ def _block(block, x, keep, mask_penalty: float):
 def encoder_forward(
     encoder: MobileBertEncoder, inputs, mask_penalty: float = DEFAULT_MASK_PENALTY
 ) -> dict:
-    """{"sequence_output" [B, T, H], "pooled_output" [B, H]} with the bounded mask."""
+    """{"sequence_output" [B, T, H], "pooled_output" [B, H], "encoder_outputs" L × [B, T, H]}
+    with the bounded mask (the keys of `MobileBertEncoder.call` a deployed model needs)."""
     if not isinstance(encoder, MobileBertEncoder):
         raise ValueError(f"encoder_forward needs a MobileBertEncoder, got {type(encoder).__name__}")
     word_ids, mask, type_ids = _unpack_inputs(inputs)
     keep = tf.reshape(tf.cast(mask, tf.float32), [tf.shape(mask)[0], 1, 1, -1])  # [B, 1, 1, S]
     x = encoder.embedding(word_ids, type_ids, training=False)  # [B, T, H]
+    blocks = []
     for block in encoder.blocks:
         x = _block(block, x, keep, mask_penalty)
+        blocks.append(x)
     cls = pool(x, mask, encoder.config.classifier_pooling)  # [B, H]
     return {
         "sequence_output": x,
         "pooled_output": encoder.pooler(cls) if encoder.pooler is not None else cls,
+        "encoder_outputs": blocks,
     }
 
 

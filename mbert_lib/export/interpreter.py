@@ -41,15 +41,23 @@ class TFLiteModel:
         # [batch, T] as exported; None for a dimension left open (dynamic_shape)
         signature = inputs[INPUT_NAMES[0]].get("shape_signature", inputs[INPUT_NAMES[0]]["shape"])
         self.batch_size, self.seq_length = (int(s) if s > 0 else None for s in signature)
-        self.output_names = sorted(self.runner.get_output_details())
+        outputs = self.runner.get_output_details()
+        self.output_names = sorted(outputs)
+        # {name: (scale, zero point)} of integer outputs (a static int8 file may end in int8)
+        self.output_quantization = {
+            name: detail["quantization"]
+            for name, detail in outputs.items()
+            if np.issubdtype(detail["dtype"], np.integer) and detail["quantization"][0] > 0
+        }
 
     @property
     def input_shape(self) -> tuple[int | None, int | None]:
         return self.batch_size, self.seq_length
 
     def __call__(self, features: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """One batch: features [B, T] -> outputs (copies). B and T must be the exported
-        ones unless the model was exported with an open shape (resized here)."""
+        """One batch: features [B, T] -> outputs (float copies: an int8 output is
+        dequantized, x = s(q − z)). B and T must be the exported ones unless the model
+        was exported with an open shape (resized here)."""
         arrays = {name: np.asarray(features[name], np.int32) for name in INPUT_NAMES}
         shape = arrays[INPUT_NAMES[0]].shape
         if any(fixed is not None and fixed != got for fixed, got in zip(self.input_shape, shape)):
@@ -58,8 +66,10 @@ class TFLiteModel:
                 f"{[d if d is not None else 'any' for d in self.input_shape]}; export it with "
                 "--dynamic_shape (export_tflite(..., dynamic_shape=True)) to resize it"
             )
-        outputs = self.runner(**arrays)
-        return {name: np.array(value) for name, value in outputs.items()}
+        outputs = {name: np.array(value) for name, value in self.runner(**arrays).items()}
+        for name, (scale, zero_point) in self.output_quantization.items():
+            outputs[name] = scale * (outputs[name].astype(np.float32) - zero_point)  # x ≈ s(q − z)
+        return outputs
 
     def predict(
         self, features: Mapping[str, np.ndarray], batch_size: int = 32

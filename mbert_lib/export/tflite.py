@@ -84,9 +84,9 @@ def serving_function(
 
         def serve(inputs):
             outputs = inference.model_forward(model, inputs, mask_penalty)
-            return (
-                classifier_outputs(outputs["logits"]) if isinstance(model, Classifier) else outputs
-            )
+            if isinstance(model, Classifier):
+                return classifier_outputs(outputs["logits"])
+            return {key: outputs[key] for key in ("sequence_output", "pooled_output")}
     elif isinstance(model, Classifier):
 
         def serve(inputs):

@@ -1,5 +1,5 @@
 """Figures of the compression lab: tfmot's pruning schedule, the size/accuracy/latency
-trade-off of every method, and the per-block sensitivity scan."""
+trade-off of every method, the per-block sensitivity scan, and int8's error per block."""
 
 from __future__ import annotations
 
@@ -91,5 +91,32 @@ def plot_sensitivity(result: Mapping, path=None):
     ax.set_xlabel("sparsity of the pruned block(s), one shot, no training")
     ax.set_ylabel("block pruned")
     ax.set_title("sensitivity scan: mean over seeds, paired with the dense model")
+    style.save(fig, path)
+    return fig
+
+
+def plot_block_errors(errors: Mapping[str, Mapping[str, float]], path=None):
+    """Relative error e_k of each block's output (and of the logits) per int8 file.
+
+    errors: {file label: {"block_0": e, ..., "logits": e}}, as `layer_error.layer_errors`
+    returns under "relative_error"."""
+    style.apply()
+    fig, ax = plt.subplots(figsize=(8, 4.5), layout="constrained")
+    colors = [style.OURS, style.PAPER, style.ALT, style.GREY]
+    for (name, by_output), color in zip(errors.items(), colors * len(errors)):
+        outputs = list(by_output)
+        ax.plot(
+            range(len(outputs)),
+            [100 * by_output[o] for o in outputs],
+            marker="o",
+            lw=2.5,
+            color=color,
+            label=name,
+        )
+    ax.set_xticks(range(len(outputs)), [o.replace("block_", "block ") for o in outputs])
+    ax.set_ylabel("relative error ‖ŷ − y‖ / ‖y‖ (%)")
+    ax.set_title("where int8 loses the signal: each block's output against float")
+    ax.set_ylim(bottom=0)
+    ax.legend()
     style.save(fig, path)
     return fig
