@@ -128,3 +128,14 @@ def test_exported_tokenizer_matches_ours_and_truncates_to_the_model_length(tmp_p
     hf = _load(transformers.MobileBertForSequenceClassification, tmp_path / "hf")
     with torch.no_grad():  # the truncated input fits the position table
         hf(**hf_tokenizer(long, truncation=True, return_tensors="pt"))
+
+
+def test_hf_defaults_are_transformers_own():
+    """A config.json that leaves a key out means transformers' default for it: HF_DEFAULTS
+    (derived from the MobileBERT preset) must agree with transformers' MobileBertConfig."""
+    from mbert_lib.convert.hf import HF_DEFAULTS
+
+    theirs = transformers.MobileBertConfig().to_dict()
+    shared = sorted(set(HF_DEFAULTS) & set(theirs))
+    assert len(shared) >= 19, shared  # every architecture field both name
+    assert {k: HF_DEFAULTS[k] for k in shared} == {k: theirs[k] for k in shared}

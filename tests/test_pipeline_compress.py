@@ -31,6 +31,8 @@ def test_the_presets_settings_are_accepted(preset):
         ({"ffn_units": [0]}, r"compress.ffn_units\[\] must be a fraction in \(0, 1\)"),
         ({"pruned_qat": [0.75]}, r"compress.pruned_qat\[\] must be one of compress.sparsities"),
         ({"seeds": 1}, r"compress.seeds must be >= 2"),
+        ({"teacher": "pkt"}, r"compress.teacher must be null or the name of a step other than"),
+        ({"teacher": 3}, r"compress.teacher must be null or the name of a step other than"),
         ({"precisions": ["fp32", "int4"]}, r"compress.precisions must be a list of"),
         ({"precisions": ["int8"]}, r"compress.precisions must be a list holding fp32"),
         ({"pruned_precisions": ["float16"]}, r"compress.pruned_precisions must be a list of"),

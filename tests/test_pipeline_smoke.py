@@ -105,6 +105,7 @@ def _compress(out):
     result = strict_json_loads((out / "compress" / "compress.json").read_text())
     rows = {r["method"]: r for r in result["rows"]}
     assert list(rows) == [
+        "teacher",
         "fp32",
         "dynamic_int8",
         "full_int8",
@@ -128,6 +129,9 @@ def _compress(out):
             d = np.subtract(row["accuracy"], fp32["accuracy"])
             assert row["vs_fp32"]["mean"] == pytest.approx(d.mean(), abs=1e-12), method
     assert fp32["vs_fp32"] is None and fp32["sparsity"] == 0
+    teacher = rows["teacher"]  # what distillation compressed: more weights, none zero
+    assert teacher["kernel_params"] > fp32["kernel_params"] and teacher["sparsity"] == 0
+    assert teacher["bytes"] > fp32["bytes"] and teacher["precision"] == "fp32"
     for method, target in (("prune_50", 0.5), ("prune_90", 0.9)):
         row = rows[method]
         assert row["sparsity"] == pytest.approx(target, abs=0.01)

@@ -54,6 +54,7 @@ def test_labels():
     assert label("ffn_units_50") == "50 % of FFN units out"
     assert label("prune_75") == "magnitude-pruned 75 %"
     assert label("qat_int8") == "QAT int8"
+    assert label("teacher") == "teacher (IB-BERT, fp32)"
     assert label("prune_90_qat_int8") == "magnitude-pruned 90 %, then QAT int8"
     assert (
         label("ffn_units_50_dynamic_int8") == "50 % of FFN units out, then PTQ dynamic-range int8"

@@ -29,7 +29,7 @@ from safetensors import SafetensorError, safe_open
 from safetensors.numpy import save_file
 
 from mbert_lib import atomic
-from mbert_lib.config import MobileBertConfig
+from mbert_lib.config import PRESETS, MobileBertConfig
 from mbert_lib.convert.check import ConversionReport, match_variables
 from mbert_lib.convert.names import hf_to_tf1, name_map, tf1_to_hf, unused_entries
 from mbert_lib.convert.tf2 import pretrainer_from_tf1_arrays, save_pretrainer
@@ -40,29 +40,10 @@ WEIGHTS_FILE = "model.safetensors"
 VOCAB_FILE = "vocab.txt"
 TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
 
-# transformers' MobileBertConfig defaults, for keys a config.json leaves out.
-HF_DEFAULTS = dict(
-    vocab_size=30522,
-    hidden_size=512,
-    num_hidden_layers=24,
-    num_attention_heads=4,
-    intermediate_size=512,
-    hidden_act="relu",
-    hidden_dropout_prob=0.0,
-    attention_probs_dropout_prob=0.1,
-    max_position_embeddings=512,
-    type_vocab_size=2,
-    initializer_range=0.02,
-    embedding_size=128,
-    trigram_input=True,
-    use_bottleneck=True,
-    intra_bottleneck_size=128,
-    use_bottleneck_attention=False,
-    key_query_shared_bottleneck=True,
-    num_feedforward_networks=4,
-    normalization_type="no_norm",
-    classifier_activation=True,
-)
+# transformers' MobileBertConfig defaults, for keys a config.json leaves out: the released
+# MobileBERT's configuration, but for the pooler's tanh, which transformers applies
+# (tests/test_clients_transformers.py compares them with transformers' own).
+HF_DEFAULTS = dataclasses.asdict(PRESETS["mobilebert"].replace(classifier_activation=True))
 LAYER_NORM_EPSILON = 1e-12  # mbert_lib's, fixed (layers/nonorm.py)
 _TIED = {
     "cls.predictions.decoder.weight": "mobilebert.embeddings.word_embeddings.weight",

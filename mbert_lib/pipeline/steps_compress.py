@@ -3,6 +3,8 @@
     compress   the distilled student settings["model"] fine-tuned on the task, once per
                seed for each of:
                - dense;
+               - the teacher settings["teacher"] in its place (if set): the model
+                 distillation compressed, fine-tuned the same way, at fp32;
                - magnitude-pruned to each of settings["sparsities"] (`prune.sparsity`
                  of the fine-tuning experiment: tfmot's polynomial decay);
                - with each fraction of settings["ffn_units"] of every FFN's units
@@ -35,12 +37,14 @@ Result (also written to <out>/compress/compress.json):
      "params": {"total", "pruned_kernels", "embeddings"} of the classifier,
      "hardware", "load_1min"}
 
-`method` is fp32, dynamic_int8 or full_int8 for the dense student, prune_<percent> or
+`method` is teacher for the teacher (settings["teacher"]), fp32, dynamic_int8 or
+full_int8 for the dense student, prune_<percent> or
 ffn_units_<percent> for a pruned one at fp32 (<method>_<precision> at another precision),
 qat_int8 for the quantization-aware fine-tuned one (with settings["qat"]),
 prune_<percent>_qat_int8 for QAT after pruning (settings["pruned_qat"]).
 `sparsity` is the fraction of the dense student's block-kernel weights that are zero or
-gone; `kernel_params` the block kernels' size in the row's model.
+gone (the teacher's: of its own); `kernel_params` the block kernels' size in the row's
+model.
 """
 
 from __future__ import annotations
@@ -127,6 +131,13 @@ def check_settings(settings: Mapping[str, Any]) -> None:
     for f in settings["ffn_units"]:
         fraction = isinstance(f, int | float) and not isinstance(f, bool)
         check(fraction and 0 < f < 1, "compress.ffn_units[]", "a fraction in (0, 1)", f)
+    teacher = settings["teacher"]
+    check(
+        teacher is None or (isinstance(teacher, str) and teacher != settings["model"]),
+        "compress.teacher",
+        "null or the name of a step other than compress.model",
+        teacher,
+    )
     check(settings["seeds"] >= 2, "compress.seeds", ">= 2 (accuracy is paired)", settings["seeds"])
     for key in ("precisions", "pruned_precisions"):
         bad = [p for p in settings[key] if p not in METHOD_OF_PRECISION]
@@ -193,10 +204,14 @@ def structured_init(ctx: Context, init: str, upstream: str, fraction: float) -> 
 
 
 def variants(ctx: Context, settings: Mapping[str, Any], init: str, upstream: str) -> list:
-    """The dense student, each tfmot sparsity, each fraction of FFN units taken out, and
-    the quantization-aware fine-tuned one."""
+    """The teacher (if settings["teacher"]), the dense student, each tfmot sparsity, each
+    fraction of FFN units taken out, and the quantization-aware fine-tuned one."""
     pruned = tuple(settings["pruned_precisions"])
     found = [Variant(None, "sparsity_0", 0.0, init, upstream, tuple(settings["precisions"]))]
+    if settings["teacher"] is not None:
+        teacher = _finished(ctx, settings["teacher"])
+        start, fingerprint = teacher["result"]["model_dir"], teacher["fingerprint"]
+        found.insert(0, Variant("teacher", "teacher", 0.0, start, fingerprint, ("fp32",)))
     for s in settings["sparsities"]:
         found.append(
             Variant(f"prune_{percent(s)}", f"sparsity_{percent(s)}", s, init, upstream, pruned)
@@ -291,14 +306,18 @@ def _paired_scan(scans: list[list[dict]], dense: list[float]) -> list[dict]:
     return rows
 
 
+def _finished(ctx: Context, step: str) -> dict:
+    """The record of `step`, which must have finished."""
+    record = read_record(ctx.step_dir(step))
+    if record is None:
+        raise PipelineError(f"compress: no finished step {step!r} in {ctx.out_dir}; run it first")
+    return record
+
+
 def run_compress(ctx: Context, settings: Mapping[str, Any]) -> dict:
 
     check_settings(settings)
-    record = read_record(ctx.step_dir(settings["model"]))
-    if record is None:
-        raise PipelineError(
-            f"compress: no finished step {settings['model']!r} in {ctx.out_dir}; run it first"
-        )
+    record = _finished(ctx, settings["model"])
     init, upstream = record["result"]["model_dir"], record["fingerprint"]
     workdir = ctx.step_dir("compress") / "tflite"
     workdir.mkdir(parents=True, exist_ok=True)
@@ -365,10 +384,11 @@ def run_compress(ctx: Context, settings: Mapping[str, Any]) -> dict:
     for method, row in rows.items():
         path = row.pop("paths")[0]
         kept = row["kernel_params"] * (1 - float(np.mean(row["sparsity"])))
+        reference = row["kernel_params"] if method == "teacher" else fp32["kernel_params"]
         table.append(
             {
                 **row,
-                "sparsity": round(1 - kept / fp32["kernel_params"], 6),
+                "sparsity": round(1 - kept / reference, 6),
                 "bytes": os.path.getsize(path),
                 "gzip_bytes": gzip_bytes(path),
                 "latency_ms": round(latency[method], 6),  # the smoke model runs in tens of µs
@@ -405,7 +425,7 @@ STEPS = [
         "student: size, accuracy, latency",
         run_compress,
         ("data",),
-        uses=lambda s: [s["model"]],
+        uses=lambda s: [s["model"]] + ([s["teacher"]] if s["teacher"] is not None else []),
         optional=True,  # beyond the paper: a compression course's table, tens of minutes
     ),
 ]

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 LABELS = {
+    "teacher": "teacher (IB-BERT, fp32)",
     "fp32": "fp32 (dense student)",
     "dynamic_int8": "PTQ dynamic-range int8",
     "full_int8": "PTQ full-integer int8",

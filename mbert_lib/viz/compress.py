@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import matplotlib.pyplot as plt
+import matplotlib.ticker as ticker
 import numpy as np
 import seaborn as sns
 
@@ -45,6 +46,7 @@ def plot_tradeoff(result: Mapping, path=None):
     rows = result["rows"]
     colors = sns.color_palette("colorblind", len(rows))
     base = 100 * float(np.mean(next(r for r in rows if r["method"] == "fp32")["accuracy"]))
+    smallest = min(r["gzip_bytes"] for r in rows) / 1e6
     for row, color in zip(rows, colors):
         size = row["gzip_bytes"] / 1e6
         mean = 100 * float(np.mean(row["accuracy"]))
@@ -54,10 +56,13 @@ def plot_tradeoff(result: Mapping, path=None):
             left.plot([size, size], [low, high], color=color, lw=2, alpha=0.6)
         left.scatter(size, mean, color=color, s=90, zorder=3, label=label(row["method"]))
     left.axhline(base, color=style.GREY, ls="--", lw=1.2)
-    left.set_xlabel("gzipped .tflite (MB)")
+    left.set_xscale("log")  # the teacher is several times the student's size
+    left.set_xticks([t for t in (0.2, 0.5, 1, 2, 5, 10, 20) if t >= 0.5 * smallest])
+    left.xaxis.set_major_formatter(ticker.FormatStrFormatter("%g"))
+    left.xaxis.set_minor_formatter(ticker.NullFormatter())
+    left.set_xlabel("gzipped .tflite (MB, log scale)")
     left.set_ylabel("SST-2 dev accuracy (%, LiteRT)")
-    left.set_title("size against accuracy (bars: paired 95 % CI vs fp32)")
-    left.legend(fontsize=10, loc="lower left")
+    left.set_title("size against accuracy (bars: paired 95 % CI vs fp32)\ncolours as on the right")
     names = [label(r["method"]) for r in rows]
     ratios = [r["latency_vs_fp32"] for r in rows]
     bars = right.barh(names, ratios, color=colors)
