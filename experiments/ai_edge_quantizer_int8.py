@@ -25,7 +25,6 @@ Needs a finished `compress` step in `--run`.
 
 import argparse
 import collections
-import glob
 import os
 
 import numpy as np
@@ -34,13 +33,11 @@ from mbert_lib import hardware
 from mbert_lib.bench import write_json
 from mbert_lib.bench.timing import interleaved_timings
 from mbert_lib.checkpoints import load_classifier
-from mbert_lib.experiment import load_experiment
 from mbert_lib.export import aeq
 from mbert_lib.export.evaluate import accuracy
 from mbert_lib.export.interpreter import TFLiteModel
-from mbert_lib.finetune.experiment import FinetuneExperiment
-from mbert_lib.finetune.trainer import cached_task_data
 from mbert_lib.paired import paired_difference
+from mbert_lib.pipeline.steps_compress import run_task, seed_runs
 from mbert_lib.pipeline.steps_export import calibration_features
 
 FLOAT_ATTENTION = ("BATCH_MATMUL", "SOFTMAX")
@@ -91,19 +88,14 @@ def main() -> None:
     args = parser.parse_args()
     step = os.path.join(args.run, "compress")
     files = os.path.join(step, "tflite")
-    seeds = sorted(
-        int(os.path.basename(d).split("-")[0].removeprefix("seed"))
-        for d in glob.glob(os.path.join(step, "runs", "sparsity_0", "seed*"))
-    )
+    dense_runs = seed_runs(step, "sparsity_0")
+    seeds = sorted(dense_runs)
     if not seeds:
         raise SystemExit(f"{step} has no finished compress step: run --steps compress first")
     loaded, accuracies, example, written = {}, collections.defaultdict(list), None, {}
     for seed in seeds:
-        [run_dir] = glob.glob(os.path.join(step, "runs", "sparsity_0", f"seed{seed}-*"))
-        experiment = load_experiment(
-            os.path.join(run_dir, "experiment.yaml"), cls=FinetuneExperiment
-        )
-        data = cached_task_data(experiment, loaded)
+        run_dir = dense_runs[seed]
+        experiment, data = run_task(run_dir, loaded)
         written[seed] = quantized_files(
             run_dir, experiment, data, files, seed, args.calibration_examples
         )

@@ -22,7 +22,6 @@ Beside them: the deployed file's logits error and the share of dev predictions i
 """
 
 import argparse
-import glob
 import json
 import os
 
@@ -32,18 +31,11 @@ from mbert_lib import hardware
 from mbert_lib.bench import write_json
 from mbert_lib.checkpoints import load_classifier
 from mbert_lib.compress.qat import load_qat_classifier
-from mbert_lib.experiment import load_experiment
 from mbert_lib.export import layer_error
 from mbert_lib.export.interpreter import TFLiteModel
 from mbert_lib.export.representative import representative_dataset
-from mbert_lib.finetune.experiment import FinetuneExperiment
-from mbert_lib.finetune.trainer import cached_task_data
+from mbert_lib.pipeline.steps_compress import run_task, seed_runs
 from mbert_lib.pipeline.steps_export import calibration_features
-
-
-def run_dir(step: str, variant: str, seed: int) -> str:
-    [found] = glob.glob(os.path.join(step, "runs", variant, f"seed{seed}-*"))
-    return found
 
 
 def deployed(float_model, path: str, features, mask_penalty) -> dict:
@@ -58,15 +50,14 @@ def deployed(float_model, path: str, features, mask_penalty) -> dict:
 
 def seed_errors(step: str, settings: dict, seed: int, loaded: dict) -> tuple[dict, int]:
     """({method: layer_errors(...) + the deployed file's numbers}, dev examples) of a seed."""
-    dense = run_dir(step, "sparsity_0", seed)
-    experiment = load_experiment(os.path.join(dense, "experiment.yaml"), cls=FinetuneExperiment)
-    data = cached_task_data(experiment, loaded)
+    dense = seed_runs(step, "sparsity_0")[seed]
+    experiment, data = run_task(dense, loaded)
     features, seq_length = data.dev.features, experiment.task.seq_length
     n = settings["calibration_examples"]
     calibration = calibration_features(data.train.features, n, settings["calibration_seed"])
     penalty = settings["int8_mask_penalty"]
     float_model = load_classifier(dense)
-    qat_dir = run_dir(step, "qat", seed)
+    qat_dir = seed_runs(step, "qat")[seed]
     qat_model = load_qat_classifier(qat_dir)
     files = os.path.join(step, "tflite")
     cases = {

@@ -18,7 +18,6 @@ Needs a finished `compress` step in `--run`.
 
 import argparse
 import collections
-import glob
 import os
 
 import numpy as np
@@ -27,14 +26,12 @@ from mbert_lib import hardware
 from mbert_lib.bench import write_json
 from mbert_lib.bench.timing import interleaved_timings
 from mbert_lib.checkpoints import load_classifier
-from mbert_lib.experiment import load_experiment
 from mbert_lib.export import tflite
 from mbert_lib.export.evaluate import accuracy
 from mbert_lib.export.interpreter import TFLiteModel
 from mbert_lib.export.representative import representative_dataset
-from mbert_lib.finetune.experiment import FinetuneExperiment
-from mbert_lib.finetune.trainer import cached_task_data
 from mbert_lib.paired import paired_difference
+from mbert_lib.pipeline.steps_compress import run_task, seed_runs
 from mbert_lib.pipeline.steps_export import calibration_features
 
 
@@ -51,19 +48,14 @@ def main() -> None:
     float_ops = args.float_ops.split(",")
     step = os.path.join(args.run, "compress")
     files = os.path.join(step, "tflite")
-    seeds = sorted(
-        int(os.path.basename(d).split("-")[0].removeprefix("seed"))
-        for d in glob.glob(os.path.join(step, "runs", "sparsity_0", "seed*"))
-    )
+    dense_runs = seed_runs(step, "sparsity_0")
+    seeds = sorted(dense_runs)
     if not seeds:
         raise SystemExit(f"{step} has no finished compress step: run --steps compress first")
     loaded, accuracies, example, selective_paths = {}, collections.defaultdict(list), None, {}
     for seed in seeds:
-        [run_dir] = glob.glob(os.path.join(step, "runs", "sparsity_0", f"seed{seed}-*"))
-        experiment = load_experiment(
-            os.path.join(run_dir, "experiment.yaml"), cls=FinetuneExperiment
-        )
-        data = cached_task_data(experiment, loaded)
+        run_dir = dense_runs[seed]
+        experiment, data = run_task(run_dir, loaded)
         calibration = calibration_features(data.train.features, args.calibration_examples, 0)
         flatbuffer = tflite.convert_int8_float_attention(
             load_classifier(run_dir),

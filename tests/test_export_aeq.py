@@ -6,38 +6,14 @@ import sys
 
 import numpy as np
 import pytest
-import tf_keras
 
-from mbert_lib import build_classifier, get_preset
 from mbert_lib.export import aeq
 from mbert_lib.export.interpreter import TFLiteModel
-from mbert_lib.export.representative import random_features
+from tests.int8_fixtures import CALIBRATION, CONFIG, FEATURES, T, input_types, tiny_classifier
 
 pytestmark = pytest.mark.slow  # trains, converts or runs a pipeline: `-m "not slow"` skips it
+classifier = pytest.fixture(scope="module")(tiny_classifier)
 pytest.importorskip("ai_edge_quantizer")
-
-T = 16
-CONFIG = get_preset("tiny_student").replace(num_hidden_layers=2, vocab_size=128)
-FEATURES = random_features(8, T, CONFIG.vocab_size, seed=5)
-CALIBRATION = random_features(32, T, CONFIG.vocab_size, seed=6)
-
-
-@pytest.fixture(scope="module")
-def classifier():
-    tf_keras.utils.set_random_seed(0)
-    model = build_classifier(CONFIG, num_classes=3, dropout_rate=0.0)
-    model.head.dense.kernel.assign(model.head.dense.kernel * 50.0)  # logits ~ O(1)
-    return model
-
-
-def _input_types(model: TFLiteModel) -> dict[str, set[str]]:
-    """{op name: the dtypes of its first input} over the file's ops."""
-    tensors = {t["index"]: t for t in model.interpreter.get_tensor_details()}
-    found: dict[str, set[str]] = {}
-    for op in model.interpreter._get_ops_details():
-        if op["inputs"].size and op["inputs"][0] >= 0:
-            found.setdefault(op["op_name"], set()).add(tensors[op["inputs"][0]]["dtype"].__name__)
-    return found
 
 
 def _error(classifier, flatbuffer) -> tuple[float, float]:
@@ -51,7 +27,7 @@ def _error(classifier, flatbuffer) -> tuple[float, float]:
 def test_every_matmul_runs_on_int8_and_the_logits_follow_keras(classifier):
     flatbuffer = aeq.convert_static_int8(classifier, CALIBRATION, T)
     model = TFLiteModel(flatbuffer)
-    types = _input_types(model)
+    types = input_types(model)
     assert types["BATCH_MATMUL"] == {"int8"} and types["FULLY_CONNECTED"] == {"int8"}, types
     assert "logits" in model.output_quantization  # the file ends in int8
     error, scale = _error(classifier, flatbuffer)
@@ -60,7 +36,7 @@ def test_every_matmul_runs_on_int8_and_the_logits_follow_keras(classifier):
 
 def test_float_ops_stay_float(classifier):
     flatbuffer = aeq.convert_static_int8(classifier, CALIBRATION, T, ("BATCH_MATMUL", "SOFTMAX"))
-    types = _input_types(TFLiteModel(flatbuffer))
+    types = input_types(TFLiteModel(flatbuffer))
     assert types["BATCH_MATMUL"] == {"float32"} and types["SOFTMAX"] == {"float32"}, types
     assert types["FULLY_CONNECTED"] == {"int8"}
     error, scale = _error(classifier, flatbuffer)

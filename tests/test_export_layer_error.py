@@ -4,27 +4,15 @@ logits stay within a few int8 steps of the plain conversion's."""
 
 import numpy as np
 import pytest
-import tf_keras
 
-from mbert_lib import build_classifier, build_encoder, get_preset
+from mbert_lib import build_encoder
 from mbert_lib.export import layer_error, tflite
 from mbert_lib.export.interpreter import TFLiteModel
-from mbert_lib.export.representative import random_features, representative_dataset
+from mbert_lib.export.representative import representative_dataset
+from tests.int8_fixtures import CALIBRATION, CONFIG, FEATURES, T, tiny_classifier
 
 pytestmark = pytest.mark.slow  # trains, converts or runs a pipeline: `-m "not slow"` skips it
-
-T = 16
-CONFIG = get_preset("tiny_student").replace(num_hidden_layers=2, vocab_size=128)
-FEATURES = random_features(8, T, CONFIG.vocab_size, seed=5)
-CALIBRATION = random_features(32, T, CONFIG.vocab_size, seed=6)
-
-
-@pytest.fixture(scope="module")
-def classifier():
-    tf_keras.utils.set_random_seed(0)
-    model = build_classifier(CONFIG, num_classes=3, dropout_rate=0.0)
-    model.head.dense.kernel.assign(model.head.dense.kernel * 50.0)  # logits ~ O(1)
-    return model
+classifier = pytest.fixture(scope="module")(tiny_classifier)
 
 
 def test_fp32_file_matches_keras_block_by_block(classifier):

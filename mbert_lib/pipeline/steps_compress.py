@@ -54,6 +54,7 @@ import hashlib
 import os
 import shutil
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -73,15 +74,18 @@ from mbert_lib.compress.size import gzip_bytes
 from mbert_lib.compress.structured import prune_ffn_units
 from mbert_lib.config_tree import apply_overrides, check
 from mbert_lib.data.tokenizer import load_tokenizer, save_tokenizer
+from mbert_lib.experiment import load_experiment
 from mbert_lib.export.evaluate import accuracy, evaluate_precisions, keras_logits
 from mbert_lib.export.interpreter import TFLiteModel
 from mbert_lib.export.tflite import export_qat_tflite
+from mbert_lib.finetune.experiment import FinetuneExperiment
 from mbert_lib.finetune.trainer import cached_task_data, run_finetuning
 from mbert_lib.models import build_encoder
 from mbert_lib.paired import paired_difference
 from mbert_lib.pipeline.core import Context, PipelineError, Step, read_record
 from mbert_lib.pipeline.steps_export import calibration_features
 from mbert_lib.pipeline.steps_finetune import finetune_experiment, seed_run_dir
+from mbert_lib.train.run_record import EXPERIMENT_FILE
 
 RESULT_FILE = "compress.json"
 METHOD_OF_PRECISION = {"fp32": "fp32", "dynamic_int8": "dynamic_int8", "int8": "full_int8"}
@@ -150,13 +154,28 @@ def check_settings(settings: Mapping[str, Any]) -> None:
     )
 
 
-def run_directory(ctx: Context, label: str, seed: int):
-    """The fine-tuning run directory of `label` (sparsity_<percent>, ffn_units_<percent>,
-    qat) and `seed` that the step's last run wrote."""
-    found = sorted((ctx.step_dir("compress") / "runs" / label).glob(f"seed{seed}-*"))
-    if not found:
+def seed_runs(step_dir: str | os.PathLike, label: str) -> dict[int, Path]:
+    """{seed: run directory} of `label` (sparsity_<percent>, ffn_units_<percent>, qat,
+    teacher, ...) in a compress step's directory, as its last run wrote them."""
+    found = {}
+    for directory in sorted((Path(step_dir) / "runs" / label).glob("seed*-*")):
+        found[int(directory.name.split("-")[0].removeprefix("seed"))] = directory
+    return found
+
+
+def run_directory(ctx: Context, label: str, seed: int) -> Path:
+    """The fine-tuning run directory of `label` and `seed` that the step's last run wrote."""
+    found = seed_runs(ctx.step_dir("compress"), label).get(seed)
+    if found is None:
         raise PipelineError(f"compress: no run {label} seed {seed} in {ctx.out_dir}; run the step")
-    return found[-1]
+    return found
+
+
+def run_task(run_dir: str | os.PathLike, cache: dict):
+    """(experiment, task data) of a finished fine-tuning run directory; `cache` as
+    `cached_task_data` keeps it across runs."""
+    experiment = load_experiment(Path(run_dir) / EXPERIMENT_FILE, cls=FinetuneExperiment)
+    return experiment, cached_task_data(experiment, cache)
 
 
 def _train(ctx, settings, variant: Variant, seed: int, loaded: dict):
