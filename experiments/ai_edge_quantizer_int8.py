@@ -29,9 +29,8 @@ import os
 
 import numpy as np
 
-from mbert_lib import hardware
 from mbert_lib.bench import write_json
-from mbert_lib.bench.timing import interleaved_timings
+from mbert_lib.bench.file_latency import latency_fields, time_files
 from mbert_lib.checkpoints import load_classifier
 from mbert_lib.export import aeq
 from mbert_lib.export.evaluate import accuracy
@@ -115,11 +114,7 @@ def main() -> None:
     timed = {k: os.path.join(files, v) for k, v in timed.items()}
     timed = {k: v for k, v in timed.items() if os.path.isfile(v)}
     timed.update({k: v for k, v in written[seeds[0]].items() if k != "aeq_int8_model_mask"})
-    models = {name: TFLiteModel(file, num_threads=1) for name, file in timed.items()}
-    runners = {name: lambda m=model: m.runner(**example) for name, model in models.items()}
-    rounds = [
-        interleaved_timings(runners, repeats=args.repeats, warmup=5) for _ in range(args.rounds)
-    ]
+    medians, models = time_files(timed, example, args.rounds, args.repeats)
     structure = {  # LiteRT applies XNNPACK at the first call: one DELEGATE node per partition
         name: {
             "xnnpack_partitions": model.op_counts().get("DELEGATE", 0),
@@ -127,7 +122,6 @@ def main() -> None:
         }
         for name, model in models.items()
     }
-    medians = {name: float(np.median([r[name].median_ms for r in rounds])) for name in timed}
     record = {
         "seeds": seeds,
         "calibration_examples": args.calibration_examples,
@@ -137,18 +131,8 @@ def main() -> None:
             for name, values in accuracies.items()
             if name != "fp32"
         },
-        "latency_ms": medians,
-        "latency_vs_fp32": {k: round(v / medians["fp32"], 4) for k, v in medians.items()},
-        "latency_vs_dynamic_int8": {
-            k: round(v / medians["dynamic_int8"], 4) for k, v in medians.items()
-        },
-        "bytes": {k: os.path.getsize(v) for k, v in timed.items()},
         "structure": structure,
-        "threads": 1,
-        "rounds": args.rounds,
-        "repeats": args.repeats,
-        "hardware": hardware.describe(),
-        "load_1min": round(os.getloadavg()[0], 2),
+        **latency_fields(medians, timed, args.rounds, args.repeats),
     }
     write_json([record], args.out)
     for name in timed:

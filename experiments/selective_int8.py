@@ -22,9 +22,8 @@ import os
 
 import numpy as np
 
-from mbert_lib import hardware
 from mbert_lib.bench import write_json
-from mbert_lib.bench.timing import interleaved_timings
+from mbert_lib.bench.file_latency import latency_fields, time_files
 from mbert_lib.checkpoints import load_classifier
 from mbert_lib.export import tflite
 from mbert_lib.export.evaluate import accuracy
@@ -87,14 +86,7 @@ def main() -> None:
         "int8_float_attention": selective_paths[seeds[0]],
         "qat_int8": os.path.join(files, "qat_seed0_qat_int8.tflite"),
     }
-    runners = {}
-    for name, file in timed.items():
-        model = TFLiteModel(file, num_threads=1)
-        runners[name] = lambda m=model: m.runner(**example)
-    rounds = [
-        interleaved_timings(runners, repeats=args.repeats, warmup=5) for _ in range(args.rounds)
-    ]
-    medians = {name: float(np.median([r[name].median_ms for r in rounds])) for name in timed}
+    medians, _ = time_files(timed, example, args.rounds, args.repeats)
     ops = collections.Counter(
         op["op_name"]
         for op in TFLiteModel(selective_paths[seeds[0]]).interpreter._get_ops_details()
@@ -106,18 +98,8 @@ def main() -> None:
         "vs_fp32": paired_difference(
             accuracies["int8_float_attention"], accuracies["fp32"]
         ).to_dict(),
-        "latency_ms": medians,
-        "latency_vs_fp32": {k: round(v / medians["fp32"], 4) for k, v in medians.items()},
-        "latency_vs_dynamic_int8": {
-            k: round(v / medians["dynamic_int8"], 4) for k, v in medians.items()
-        },
-        "bytes": {k: os.path.getsize(v) for k, v in timed.items()},
         "op_counts": dict(sorted(ops.items())),
-        "threads": 1,
-        "rounds": args.rounds,
-        "repeats": args.repeats,
-        "hardware": hardware.describe(),
-        "load_1min": round(os.getloadavg()[0], 2),
+        **latency_fields(medians, timed, args.rounds, args.repeats),
     }
     write_json([record], args.out)
     for name in timed:

@@ -49,15 +49,12 @@ from mbert_lib import hardware
 from mbert_lib.checkpoints import load_classifier, load_encoder
 from mbert_lib.compress import pruning, qat, structured
 from mbert_lib.compress.size import gzip_bytes
-from mbert_lib.experiment import load_experiment
 from mbert_lib.export import layer_error
 from mbert_lib.export.interpreter import TFLiteModel
 from mbert_lib.export.representative import representative_dataset
-from mbert_lib.finetune.experiment import FinetuneExperiment
-from mbert_lib.finetune.trainer import cached_task_data
 from mbert_lib.models import build_encoder
 from mbert_lib.pipeline import ensure, notebook_context
-from mbert_lib.pipeline.steps_compress import run_directory
+from mbert_lib.pipeline.steps_compress import run_directory, run_task
 from mbert_lib.pipeline.steps_export import calibration_features
 from mbert_lib.quiet_start import native_stderr_silenced
 from mbert_lib.runtime import fast_mode, figure_path, shown_path
@@ -302,8 +299,7 @@ assert both_zeros >= pruned_zeros
 # included) and against its own weights run in float.
 
 # %%
-experiment = load_experiment(dense_dir / "experiment.yaml", cls=FinetuneExperiment)
-data = cached_task_data(experiment, {})
+experiment, data = run_task(dense_dir, {})          # its experiment.yaml and task data
 dev = {k: v[:256] for k, v in data.dev.features.items()}                     # [n, T]
 n_calibration = SETTINGS["calibration_examples"]
 calibration = calibration_features(

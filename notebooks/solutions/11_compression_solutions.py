@@ -32,15 +32,11 @@ from IPython.display import display
 
 from mbert_lib.checkpoints import load_classifier
 from mbert_lib.compress import pruning
-from mbert_lib.experiment import load_experiment
 from mbert_lib.export.evaluate import accuracy, keras_logits
-from mbert_lib.finetune.experiment import FinetuneExperiment
-from mbert_lib.finetune.trainer import cached_task_data
 from mbert_lib.pipeline import ensure, notebook_context
-from mbert_lib.pipeline.steps_compress import run_directory
+from mbert_lib.pipeline.steps_compress import run_directory, run_task
 from mbert_lib.runtime import fast_mode
 from mbert_lib.tables.compress import sensitivity_table
-from mbert_lib.train.run_record import EXPERIMENT_FILE
 
 ctx = notebook_context()
 RESULT = ensure(["compress"], ctx)["compress"]
@@ -97,8 +93,7 @@ for block, losses in scan.iterrows():
 print("sparsity per block:", choice)
 
 dense_dir = run_directory(ctx, "sparsity_0", 0)
-experiment = load_experiment(dense_dir / EXPERIMENT_FILE, cls=FinetuneExperiment)
-data = cached_task_data(experiment, {})
+experiment, data = run_task(dense_dir, {})          # its experiment.yaml and task data
 model = load_classifier(dense_dir)
 before = accuracy(keras_logits(model, data.dev.features), data.dev.labels)
 removed = 0
