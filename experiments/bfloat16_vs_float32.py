@@ -32,14 +32,14 @@ import mbert_lib
 from mbert_lib.bench.distill import NUM_BATCHES, distill_rounds
 from mbert_lib.bench.pretrain import pretrain_step_throughput
 from mbert_lib.distill.experiment import DistillationSection
-from mbert_lib.distill.objective import DistillationObjective
 from mbert_lib.distill.plan import plan_stages, stage_variables
-from mbert_lib.distill.trainer import build_stage_optimizer
+from mbert_lib.distill.progressive import TransferPlan
+from mbert_lib.distill.step import stage_step
 from mbert_lib.experiment import OptimizerSection
 from mbert_lib.hardware import cpu_info, describe
 from mbert_lib.optim import Lamb, WarmupPolynomialDecay
-from mbert_lib.train.loop import make_train_step
 from mbert_lib.train.objectives import PretrainingObjective
+from mbert_lib.train.step import make_train_step
 from mbert_lib.train.strategy import precision_policy
 from mbert_lib.train.synthetic import synthetic_pretraining_dataset
 
@@ -77,24 +77,14 @@ def distill_losses(precision: str, steps: int) -> list[float]:
         teacher = mbert_lib.build_pretrainer(teacher_config)
         teacher.trainable = False
         student = mbert_lib.build_pretrainer(student_config)
-        groups = stage_variables(student, stage)
-        optimizer = build_stage_optimizer(OptimizerSection(), stage, groups)
-        objective = DistillationObjective(
-            teacher,
-            student,
-            stage,
-            range(layers),
-            distillation.layer_wise,
-            distillation.pretrain,
-        )
-        step = make_train_step(
-            tf.distribute.get_strategy(),
-            objective,
-            optimizer,
-            [v for vs in groups.values() for v in vs],
+        plan = TransferPlan.of(distillation, layers, teacher_config.num_hidden_layers)
+        step = stage_step(
+            plan.objective(teacher, student, stage),
+            stage_variables(student, stage),
+            OptimizerSection(),
         )
         iterator = iter(batches(student_config.vocab_size, NUM_BATCHES) * steps)
-        return [float(step(iterator)["loss"]) for _ in range(steps)]
+        return [float(step.train_step(iterator)["loss"]) for _ in range(steps)]
 
 
 def pretrain_losses(precision: str, steps: int) -> list[float]:

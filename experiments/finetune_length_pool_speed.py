@@ -30,13 +30,11 @@ from mbert_lib.checkpoints import load_config, load_encoder
 from mbert_lib.experiment import load_experiment
 from mbert_lib.finetune.data import load_task_data, train_batches
 from mbert_lib.finetune.experiment import FinetuneExperiment
-from mbert_lib.finetune.objective import ClassificationObjective
-from mbert_lib.finetune.trainer import model_tokenizer
+from mbert_lib.finetune.trainer import finetune_step, model_tokenizer
 from mbert_lib.hardware import cpu_info, describe
 from mbert_lib.models import build_classifier
 from mbert_lib.optim import create_optimizer
 from mbert_lib.strict_json import dumps
-from mbert_lib.train.loop import make_train_step
 from mbert_lib.train.strategy import create_strategy
 
 CONFIG_FILE = "experiments/finetune_sst2_laptop.yaml"
@@ -69,9 +67,7 @@ def bench_model(
             model = build_classifier(config, 2, 0.1, encoder=load_encoder(model_dir, config))
             optimizer = create_optimizer(trainer.optimizer, trainer.schedule(10**6), 10**6)
             optimizer.build(model.trainable_variables)
-        step = make_train_step(
-            strategy, ClassificationObjective(model, False), optimizer, model.trainable_variables
-        )
+            step = finetune_step(model, optimizer)  # the trainer's step
         widths = train_batches(data.train, trainer.batch_size, trainer.seed, pool).take(200)
         iterator = iter(train_batches(data.train, trainer.batch_size, trainer.seed, pool))
         start = time.perf_counter()

@@ -48,6 +48,8 @@
 # h intra-block width, N heads, L layers, P masked predictions, V vocabulary.
 
 # %%
+import inspect
+
 import mbert_lib  # noqa: F401  (TensorFlow's start-up notices kept out of the outputs)
 import numpy as np
 import pandas as pd
@@ -62,6 +64,7 @@ from mbert_lib.distill.initialize import copy_from_teacher
 from mbert_lib.distill.losses import (FmtWeights, attention_transfer, feature_map_transfer,
                                       masked_lm_cross_entropy, pretraining_distillation)
 from mbert_lib.distill.objective import DistillationObjective
+from mbert_lib.distill.progressive import TransferPlan, progressive_transfer
 from mbert_lib.distill.trainer import load_stage_student, read_run
 from mbert_lib.models import build_pretrainer
 from mbert_lib.pipeline import ensure, notebook_context
@@ -391,7 +394,23 @@ assert all(v > 0 for v in emb_std.values())
 # gradient, so a slower layer needs its own learning rate, not a scaled gradient: the
 # trainer gives each rate its own optimizer). Where the laptop recipe departs from the
 # original code (the current layer at 30× instead of 3×, the plain MSE of eq. (1) added
-# to FMT, AT weighted ×100) and why is in `docs/laptop_recipe.md` and section 7 below. The teacher runs in inference mode and is never updated.
+# to FMT, AT weighted ×100) and why is in `docs/laptop_recipe.md` and section 7 below.
+# The teacher runs in inference mode and is never updated.
+#
+# The whole algorithm is one library function, `progressive_transfer`
+# (`mbert_lib/distill/progressive.py`): for each stage of the plan, take the variables the
+# stage trains (every other one is frozen), build its loss, minimise. The trainer's
+# `minimise` also resumes, checkpoints and records each stage; `minimise_in_steps` is the
+# bare loop, and `tests/test_distill_progressive.py` checks that both end on the same
+# student.
+
+# %%
+print(inspect.getsource(progressive_transfer))
+plan = TransferPlan.of(experiment.distillation, student_config.num_hidden_layers,
+                       teacher_config.num_hidden_layers)
+assert plan.stages == tuple(stages) and plan.layer_map == tuple(layer_map)
+
+# %% [markdown]
 # Wall time per stage of the run (2 CPU cores, shared with other work, so only indicative):
 
 # %%
@@ -547,8 +566,7 @@ student_snapshots = {"initial": initial, **{
 snapshot_outs = {label: analysis.encode(model, held_out)
                  for label, model in student_snapshots.items()}
 lw = experiment.distillation.layer_wise                          # the run's FMT weights
-trained_fmt = FmtWeights(lw.fmt_mse_weight, lw.fmt_mean_weight, lw.fmt_var_weight,
-                         lw.fmt_paper_mse_weight)
+trained_fmt = FmtWeights.of(lw)
 snapshot_losses = {label: analysis.transfer_losses(t_out, out, mask, layer_map, trained_fmt)
                    for label, out in snapshot_outs.items()}
 by_stage = {name: pd.DataFrame({k: v[column] for k, v in snapshot_losses.items()})

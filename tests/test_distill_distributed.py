@@ -26,8 +26,7 @@ import tf_keras
 import mbert_lib
 from mbert_lib.distill.objective import DistillationObjective
 from mbert_lib.distill.plan import plan_stages, stage_variables
-from mbert_lib.distill.trainer import build_stage_optimizer
-from mbert_lib.train.loop import make_train_step
+from mbert_lib.distill.step import stage_step
 from mbert_lib.train.strategy import create_strategy
 from tests.distill_fixtures import tiny_distill_experiment
 from tests.train_fixtures import BATCH, tiny_batches
@@ -53,14 +52,11 @@ def run(strategy, stage):
         teacher.trainable = False
         student = mbert_lib.build_pretrainer(exp.student.build_config())
         student.set_weights(student_weights)
-        groups = stage_variables(student, stage)
-        optimizer = build_stage_optimizer(exp.trainer.optimizer, stage, groups)
-    objective = DistillationObjective(teacher, student, stage, (0, 1),
-                                      exp.distillation.layer_wise, exp.distillation.pretrain)
-    step = make_train_step(strategy, objective, optimizer,
-                           [v for vs in groups.values() for v in vs])
+        objective = DistillationObjective(teacher, student, stage, (0, 1),
+                                          exp.distillation.layer_wise, exp.distillation.pretrain)
+        step = stage_step(objective, stage_variables(student, stage), exp.trainer.optimizer)
     iterator = iter(tiny_batches(4 * BATCH).map(uneven))
-    return [{k: float(v) for k, v in step(iterator).items()} for _ in range(2)]
+    return [{k: float(v) for k, v in step.train_step(iterator).items()} for _ in range(2)]
 
 mirrored = create_strategy("mirrored", ["/cpu:0", "/cpu:1"])
 result = {"replicas": mirrored.num_replicas_in_sync}

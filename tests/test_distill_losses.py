@@ -250,8 +250,7 @@ def test_shares_with_global_counts_sum_to_the_whole_batch_loss(features):
             w[p],
             nsp[p],
             labels[p],
-            prediction_count=w.sum(),
-            example_count=3,
+            counts={"mlm_weight": w.sum(), "examples": 3},
         )["loss"]
         for p in parts
     )

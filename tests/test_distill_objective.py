@@ -15,8 +15,7 @@ from mbert_lib.distill.losses import (
 )
 from mbert_lib.distill.objective import DistillationObjective
 from mbert_lib.distill.plan import plan_stages, stage_variables
-from mbert_lib.distill.trainer import build_stage_optimizer
-from mbert_lib.train.loop import make_train_step
+from mbert_lib.distill.step import stage_step
 from mbert_lib.train.objectives import model_inputs
 from tests.distill_fixtures import tiny_distill_experiment
 from tests.train_fixtures import tiny_batches
@@ -172,17 +171,11 @@ def test_a_stage_moves_only_its_variables_at_its_rates_and_never_the_teacher(sta
     )
     stage = plan[stage_index]
     groups = stage_variables(student, stage)
-    optimizer = build_stage_optimizer(exp.trainer.optimizer, stage, groups)
-    step = make_train_step(
-        tf.distribute.get_strategy(),
-        objective(exp, teacher, student, stage),
-        optimizer,
-        [v for vs in groups.values() for v in vs],
-    )
+    step = stage_step(objective(exp, teacher, student, stage), groups, exp.trainer.optimizer)
     teacher_before = [w.numpy().copy() for w in teacher.weights]
     before = {v.ref(): v.numpy().copy() for v in student.weights}
     iterator = iter(tiny_batches(16))
-    step(iterator)
+    step.train_step(iterator)
     for w, b in zip(teacher.weights, teacher_before):
         np.testing.assert_array_equal(w.numpy(), b, err_msg=f"teacher {w.name} changed")
     lr = stage.learning_rate.peak  # update 0, no warmup: the peak rate
@@ -224,10 +217,5 @@ def test_a_bfloat16_step_trains_with_float32_losses(batch):
     loss, _ = obj.loss(batch, counts(batch), False)
     assert loss.dtype == tf.float32
     np.testing.assert_allclose(float(loss), float(reference), rtol=5e-2)
-    step = make_train_step(
-        tf.distribute.get_strategy(),
-        obj,
-        build_stage_optimizer(exp.trainer.optimizer, stage, groups),
-        [v for vs in groups.values() for v in vs],
-    )
-    assert np.isfinite(float(step(iter(tiny_batches(16)))["loss"]))
+    step = stage_step(obj, groups, exp.trainer.optimizer)
+    assert np.isfinite(float(step.train_step(iter(tiny_batches(16)))["loss"]))

@@ -25,10 +25,9 @@ from mbert_lib.distill.experiment import (
 )
 from mbert_lib.distill.objective import DistillationObjective
 from mbert_lib.distill.plan import plan_stages, stage_variables
-from mbert_lib.distill.trainer import build_stage_optimizer
+from mbert_lib.distill.step import stage_step
 from mbert_lib.experiment import LearningRateSection, OptimizerSection
 from mbert_lib.models import build_pretrainer
-from mbert_lib.train.loop import make_train_step
 from tests.train_fixtures import VOCAB, tiny_batches
 
 pytestmark = pytest.mark.slow  # trains, converts or runs a pipeline: `-m "not slow"` skips it
@@ -122,10 +121,13 @@ def _reference_loss(teacher, student, stage, batch):
 
 
 # -------------------------------------------------------------- reference LAMB
-def _numpy_lamb_step(
-    xs, grads, ms, vs, lrs, decay, adapt, t, wd=0.01, b1=0.9, b2=0.999, eps=1e-6, clip=1.0
-):
+# LAMB's defaults (mbert_lib.optim.Lamb) and the experiment's global_clipnorm.
+WD, B1, B2, EPS, CLIP = 0.01, 0.9, 0.999, 1e-6, 1.0
+
+
+def _numpy_lamb_step(xs, grads, ms, vs, lrs, decay, adapt, t):
     """One clipped LAMB step (t = 1, 2, ...) of every variable; updates xs, ms, vs in place."""
+    wd, b1, b2, eps, clip = WD, B1, B2, EPS, CLIP
     norm = math.sqrt(sum(float(np.sum(g * g)) for g in grads))
     for i, g in enumerate(grads):
         g = g * clip / max(norm, clip)
@@ -149,11 +151,12 @@ def test_two_steps_match_the_reference(stage_index):
     stage = plan_stages(DISTILLATION, LAYERS)[stage_index]
     groups = stage_variables(student, stage)
     variables = [v for vs in groups.values() for v in vs]
-    optimizer = build_stage_optimizer(OptimizerSection(), stage, groups)
     objective = DistillationObjective(
         teacher, student, stage, range(LAYERS), DISTILLATION.layer_wise, DISTILLATION.pretrain
     )
-    step = make_train_step(tf.distribute.get_strategy(), objective, optimizer, variables)
+    built = stage_step(objective, groups, OptimizerSection())  # the trainer's own step
+    step, optimizer = built.train_step, built.optimizer
+    assert built.variables == variables
     batches = list(tiny_batches(num_examples=16))  # two batches
     lamb = optimizer.optimizers[0]
     lrs = [LR * rate for rate, vs in groups.items() for _ in vs]

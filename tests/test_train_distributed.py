@@ -27,7 +27,7 @@ import tf_keras
 import mbert_lib
 from mbert_lib.optim import Lamb
 from mbert_lib.train.checkpointing import RunCheckpoint
-from mbert_lib.train.loop import make_train_step
+from mbert_lib.train.step import make_train_step
 from mbert_lib.train.objectives import PretrainingObjective
 from mbert_lib.train.strategy import create_strategy
 from tests.train_fixtures import BATCH, tiny_batches, tiny_config

@@ -7,8 +7,8 @@ import tf_keras
 
 import mbert_lib
 from mbert_lib.optim import Lamb, WarmupPolynomialDecay
-from mbert_lib.train.loop import make_train_step
 from mbert_lib.train.objectives import PretrainingObjective, model_inputs
+from mbert_lib.train.step import make_train_step
 from mbert_lib.train.strategy import create_strategy, precision_policy
 from tests.train_fixtures import tiny_batches, tiny_config
 

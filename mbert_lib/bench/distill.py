@@ -35,12 +35,11 @@ from mbert_lib.anatomy.flops import flops, heads_only_flops
 from mbert_lib.bench.timing import interleaved_timings
 from mbert_lib.config import MobileBertConfig
 from mbert_lib.distill.experiment import DistillationSection
-from mbert_lib.distill.objective import DistillationObjective
 from mbert_lib.distill.plan import plan_stages, stage_variables
-from mbert_lib.distill.trainer import build_stage_optimizer
+from mbert_lib.distill.progressive import TransferPlan
+from mbert_lib.distill.step import stage_step
 from mbert_lib.experiment import OptimizerSection
 from mbert_lib.models import build_pretrainer, count_params
-from mbert_lib.train.loop import make_train_step
 from mbert_lib.train.strategy import precision_policy
 from mbert_lib.train.synthetic import synthetic_pretraining_dataset
 
@@ -112,31 +111,20 @@ def distill_rounds(
     )
     stacked = tf.nest.map_structure(lambda *b: tf.stack(b), *batches)  # [NUM_BATCHES, B, ...]
     data = tf.data.Dataset.from_tensor_slices(stacked).repeat()
-    strategy = tf.distribute.get_strategy()
+    plan = TransferPlan.of(distillation, layers, teacher_config.num_hidden_layers)
     with precision_policy(mixed_precision):
         teacher = build_pretrainer(teacher_config)
         teacher.trainable = False
         student = build_pretrainer(student_config)
         fns = {}
-        for name, stage in chosen.items():
-            groups = stage_variables(student, stage)
-            optimizer = build_stage_optimizer(OptimizerSection(), stage, groups)
-            objective = DistillationObjective(
-                teacher,
-                student,
-                stage,
-                range(layers),
-                distillation.layer_wise,
-                distillation.pretrain,
-            )
-            step = make_train_step(
-                strategy,
-                objective,
-                optimizer,
-                [v for vs in groups.values() for v in vs],
+        for name, stage in chosen.items():  # the trainer's step (distill.step.stage_step)
+            step = stage_step(
+                plan.objective(teacher, student, stage),
+                stage_variables(student, stage),
+                OptimizerSection(),
                 jit_compile,
             )
-            fns[name] = functools.partial(_loss_of_one_step, step, iter(data))
+            fns[name] = functools.partial(_loss_of_one_step, step.train_step, iter(data))
             fns[name]()  # trace while the precision policy is set
     tokens = batch_size * seq_length
     sizes = {

@@ -15,8 +15,8 @@ from mbert_lib.bench.timing import interleaved_timings
 from mbert_lib.config import MobileBertConfig
 from mbert_lib.models import build_pretrainer
 from mbert_lib.optim import Lamb, WarmupPolynomialDecay
-from mbert_lib.train.loop import make_train_step
 from mbert_lib.train.objectives import PretrainingObjective
+from mbert_lib.train.step import make_train_step
 from mbert_lib.train.strategy import precision_policy
 from mbert_lib.train.synthetic import synthetic_pretraining_dataset
 

@@ -49,19 +49,37 @@ shares sum to the one-device loss. Left as None, the local count is used.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 
 import tensorflow as tf
+
+from mbert_lib.distill.experiment import LayerWiseSection
+
+_SCHEMA = LayerWiseSection()  # the one home of the weights' defaults
 
 
 @dataclasses.dataclass(frozen=True)
 class FmtWeights:
-    """Weights of the three practical FMT terms (tf-models defaults) and of the paper's
-    plain MSE of eq. 1 (not in tf-models' loss: 0)."""
+    """Weights of the three practical FMT terms and of the paper's plain MSE of eq. 1.
 
-    mse: float = 100.0
-    mean: float = 5000.0
-    var: float = 5.0
-    paper: float = 0.0
+    The defaults are the experiment schema's (`LayerWiseSection`): tf-models' 100, 5000
+    and 5, and 0 for the paper's MSE, which tf-models' loss does not have.
+    """
+
+    mse: float = _SCHEMA.fmt_mse_weight
+    mean: float = _SCHEMA.fmt_mean_weight
+    var: float = _SCHEMA.fmt_var_weight
+    paper: float = _SCHEMA.fmt_paper_mse_weight
+
+    @classmethod
+    def of(cls, layer_wise: LayerWiseSection) -> FmtWeights:
+        """The weights an experiment's `distillation.layer_wise` section sets."""
+        return cls(
+            layer_wise.fmt_mse_weight,
+            layer_wise.fmt_mean_weight,
+            layer_wise.fmt_var_weight,
+            layer_wise.fmt_paper_mse_weight,
+        )
 
 
 def _token_weights(mask, like):
@@ -185,15 +203,17 @@ def pretraining_distillation(
     next_sentence_labels=None,
     alpha: float = 0.5,
     temperature: float = 1.0,
-    prediction_count=None,
-    example_count=None,
+    counts: Mapping | None = None,
 ) -> dict[str, tf.Tensor]:
     """PD loss: α·MLM + (1−α)·KD (+ NSP when labels are given).
 
     MLM logits [B, P, V], ids/weights [B, P], NSP logits [B, 2], labels [B].
     `teacher_mlm_logits` may be None when α = 1 (no teacher term). Global
-    counts, when given, replace the local Σ weights and B.
+    counts {"mlm_weight": Σ weights, "examples": B}, summed over replicas (an
+    objective's denominators), replace the local ones when given.
     """
+    prediction_count = None if counts is None else counts["mlm_weight"]
+    example_count = None if counts is None else counts["examples"]
     if not 0.0 <= alpha <= 1.0:
         raise ValueError(f"alpha (distill_ground_truth_ratio) must be in [0, 1], got {alpha}")
     if temperature <= 0:

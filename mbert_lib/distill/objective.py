@@ -63,12 +63,7 @@ class DistillationObjective:
             1.0 / len(stage.transfer_layers) if layer_mean and stage.layer_wise else 1.0
         )
         self.layer_map = tuple(layer_map)
-        self.fmt_weights = FmtWeights(
-            layer_wise.fmt_mse_weight,
-            layer_wise.fmt_mean_weight,
-            layer_wise.fmt_var_weight,
-            layer_wise.fmt_paper_mse_weight,
-        )
+        self.fmt_weights = FmtWeights.of(layer_wise)
         self.attention_weight = layer_wise.attention_weight
         self.pretrain = pretrain
         self._student_metrics = PretrainingObjective(student)
@@ -180,8 +175,7 @@ class DistillationObjective:
                 batch["next_sentence_labels"] if self.pretrain.use_nsp else None,
                 alpha=self.pretrain.distill_ground_truth_ratio,
                 temperature=self.pretrain.temperature,
-                prediction_count=denominators["mlm_weight"],
-                example_count=denominators["examples"],
+                counts=denominators,
             )
             loss += pd["loss"]
             metrics.update({f"{k}_loss": v for k, v in pd.items() if k != "loss"})

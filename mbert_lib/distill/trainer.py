@@ -1,5 +1,8 @@
-"""The distillation trainer: a frozen teacher, a student, and the stages of a strategy.
+"""The distillation trainer: `progressive_transfer` inside a run that survives a kill.
 
+The algorithm is `mbert_lib.distill.progressive.progressive_transfer`; this module
+is the run around it. `StageRun.minimise` runs each stage resumably inside the
+run wrapper every trainer shares (`mbert_lib.train.run.TrainingRun`).
 `run_distillation(experiment, teacher_dir, model_dir)` leaves in `model_dir`:
 
     experiment.yaml                      the final config
@@ -41,43 +44,21 @@ from mbert_lib.checkpoints import (
     load_pretrainer,
     read_checkpoint,
     resolve_checkpoint,
-    write_model_files,
 )
 from mbert_lib.data.provenance import sha256_file
-from mbert_lib.distill.experiment import (
-    DistillExperiment,
-    load_distill_experiment,
-    teacher_layer_map,
-)
+from mbert_lib.distill.experiment import DistillExperiment, load_distill_experiment
 from mbert_lib.distill.initialize import copy_from_teacher
 from mbert_lib.distill.objective import DistillationObjective
-from mbert_lib.distill.plan import Stage, plan_stages, stage_variables, total_steps
+from mbert_lib.distill.plan import Stage, plan_stages, total_steps
+from mbert_lib.distill.progressive import TransferPlan, progressive_transfer
+from mbert_lib.distill.step import stage_step
 from mbert_lib.models import build_pretrainer
-from mbert_lib.optim import GroupedOptimizer, create_optimizer
-from mbert_lib.train.checkpointing import (
-    RunCheckpoint,
-    is_chief,
-    peer_directories,
-    read_done,
-    remove_worker_scratch,
-    worker_directory,
-    write_done,
-)
-from mbert_lib.train.loop import (
-    LoopSettings,
-    make_evaluator,
-    make_train_step,
-    run_loop,
-    step_counter,
-    step_value,
-)
-from mbert_lib.train.pretrain_data import (
-    PretrainingData,
-    strategy_and_data,
-)
-from mbert_lib.train.progress import Scalars
-from mbert_lib.train.run_dir import finished_run, writing_run
+from mbert_lib.train.loop import LoopSettings
+from mbert_lib.train.pretrain_data import PretrainingData, strategy_and_data
+from mbert_lib.train.run import TrainingRun
+from mbert_lib.train.run_dir import finished_run
 from mbert_lib.train.run_record import EXPERIMENT_FILE
+from mbert_lib.train.step import make_evaluator, step_counter, step_value
 from mbert_lib.train.strategy import precision_policy
 
 STAGE_DONE_FILE = "stage_done.json"
@@ -168,26 +149,6 @@ def _save_tokenizer(teacher_dir: str, data: PretrainingData, directory: str) -> 
                 shutil.copyfile(source, tmp)
 
 
-def _scaled(learning_rate, multiplier: float):
-    return dataclasses.replace(
-        learning_rate, peak=learning_rate.peak * multiplier, end=learning_rate.end * multiplier
-    )
-
-
-def build_stage_optimizer(optimizer_section, stage: Stage, groups: dict) -> GroupedOptimizer:
-    """One optimizer per learning-rate multiplier of the stage, clipping together; built."""
-    unclipped = dataclasses.replace(optimizer_section, global_clipnorm=None)
-    optimizer = GroupedOptimizer(
-        [
-            create_optimizer(unclipped, _scaled(stage.learning_rate, rate), stage.train_steps)
-            for rate in groups
-        ],
-        global_clipnorm=optimizer_section.global_clipnorm,
-    )
-    optimizer.build(list(groups.values()))
-    return optimizer
-
-
 def _restore_student(path: str, student, iterator) -> None:
     read_checkpoint(tf.train.Checkpoint(model=student, train_iterator=iterator), path, partial=True)
 
@@ -257,8 +218,12 @@ def run_distillation(
     model_dir, teacher_dir = os.fspath(model_dir), os.fspath(teacher_dir)
     student_config = experiment.student.build_config()
     teacher_config = experiment.teacher.build_config()
-    stages = plan_stages(experiment.distillation, student_config.num_hidden_layers)
-    total = total_steps(stages)
+    plan = TransferPlan.of(
+        experiment.distillation,
+        student_config.num_hidden_layers,
+        teacher_config.num_hidden_layers,
+    )
+    total = total_steps(plan.stages)
     teacher_id = check_teacher(model_dir, teacher_dir)
     done = finished_run(
         experiment,
@@ -270,193 +235,138 @@ def run_distillation(
     )
     if done is not None:
         return done
-    layer_map = teacher_layer_map(
-        experiment.distillation.transfer_teacher_layers,
-        student_config.num_hidden_layers,
-        teacher_config.num_hidden_layers,
-    )
     strategy, data = strategy_and_data(experiment, data)
     _check_tokenizer(teacher_dir, data)
-    chief = is_chief(strategy)
-    with writing_run(experiment, model_dir, chief):
+    run = TrainingRun(model_dir, strategy, show_progress, log)
+    with run.writing(experiment):
         os.makedirs(model_dir, exist_ok=True)
-        if chief:
-            atomic.write_text(
-                os.path.join(model_dir, TEACHER_FILE), json.dumps(teacher_id, indent=2) + "\n"
+        run.write_record(TEACHER_FILE, teacher_id)
+        log("stages: " + "; ".join(s.describe() for s in plan.stages))
+        stages = StageRun(run, experiment, data, len(plan.stages))
+        tf_keras.utils.set_random_seed(experiment.trainer.seed)
+        with precision_policy(experiment.runtime.mixed_precision):
+            with strategy.scope():
+                teacher = load_pretrainer(teacher_dir, teacher_config)
+                student = build_pretrainer(student_config)
+            stages.start(teacher, student, experiment.distillation.copy_embeddings)
+            progressive_transfer(teacher, student, plan, stages.minimise)
+            last = dataclasses.replace(
+                plan, stages=(final_eval_stage(experiment, student_config.num_hidden_layers),)
             )
-        log("stages: " + "; ".join(s.describe() for s in stages))
-        student, records, final = _run_stages(
-            experiment,
-            teacher_dir,
-            model_dir,
-            strategy,
-            data,
-            stages,
-            layer_map,
-            chief,
-            show_progress,
-            log,
+            final = stages.finish(last.objective(teacher, student, last.stages[0]))
+        return run.finish(
+            student,
+            total,
+            save_tokenizer=lambda d: _save_tokenizer(teacher_dir, data, d),
+            eval=final,
+            stages=stages.records,
+            strategy=experiment.distillation.strategy,
+            teacher_dir=teacher_dir,
+            teacher=teacher_id,
         )
-        if chief:
-            write_model_files(
-                student, model_dir, save_tokenizer=lambda d: _save_tokenizer(teacher_dir, data, d)
-            )
-            write_done(
-                model_dir,
-                total,
-                eval=final,
-                stages=records,
-                strategy=experiment.distillation.strategy,
-                teacher_dir=teacher_dir,
-                teacher=teacher_id,
-            )
-            log(f"exported the student to {model_dir}")
-        else:
-            remove_worker_scratch(model_dir, strategy)
-    return read_done(model_dir) if chief else {"train_steps": total, "eval": final}
 
 
-def _run_stages(
-    experiment: DistillExperiment,
-    teacher_dir: str,
-    model_dir: str,
-    strategy,
-    data: PretrainingData,
-    stages: list[Stage],
-    layer_map,
-    chief: bool,
-    show_progress: bool,
-    log,
-) -> tuple[tf_keras.Model, list[dict], dict]:
-    """Runs the stages not yet done, in order; (student, stage records, final eval metrics)."""
-    trainer, runtime = experiment.trainer, experiment.runtime
-    student_config = experiment.student.build_config()
-    teacher_config = experiment.teacher.build_config()
-    tf_keras.utils.set_random_seed(trainer.seed)
-    lw, pd = experiment.distillation.layer_wise, experiment.distillation.pretrain
-    records = []
-    with precision_policy(runtime.mixed_precision):
-        with strategy.scope():
-            teacher = load_pretrainer(teacher_dir, teacher_config)
-            teacher.trainable = False
-            student = build_pretrainer(student_config)
-        iterator = iter(data.train.repeat())  # this worker's batches, split per replica
-        initial = RunCheckpoint(
-            worker_directory(init_dir(model_dir), strategy),
-            1,
-            model=student,
-            train_iterator=iterator,
+class StageRun:
+    """The `minimise` of `progressive_transfer` inside a run: each stage resumes from its
+    own checkpoints (or starts from the previous stage's end), is skipped once done, and
+    leaves a snapshot (its checkpoints) and a record (stage_done.json)."""
+
+    def __init__(self, run: TrainingRun, experiment, data: PretrainingData, stage_count: int):
+        self.run, self.trainer, self.data = run, experiment.trainer, data
+        self.per_step = experiment.trainer.batch_size * experiment.data.seq_length
+        self.stage_count = stage_count
+        self.records: list[dict] = []
+        self.previous: str | None = None  # the checkpoint the next stage starts from
+        self.student = self.iterator = None
+
+    def start(self, teacher, student, copy_embeddings: bool) -> None:
+        """The student before any stage: restored, or copied from the teacher and saved."""
+        self.student = student
+        self.iterator = iter(self.data.train.repeat())  # this worker's batches, per replica
+        initial = self.run.checkpoint(
+            os.path.join("stages", "init"), 1, model=student, train_iterator=self.iterator
         )
         if initial.latest is None:
-            if experiment.distillation.copy_embeddings:
+            if copy_embeddings:
                 copied = copy_from_teacher(teacher, student)
-                log(f"copied from the teacher by role: {', '.join(copied)}")
+                self.run.log(f"copied from the teacher by role: {', '.join(copied)}")
             initial.save(0)
-        previous = initial.latest
-        for stage in stages:
-            directory = stage_dir(model_dir, stage)
-            header = f"stage {stage.index + 1}/{len(stages)} {stage.name}"
-            done = read_stage_done(directory)
-            if done is not None and done["train_steps"] >= stage.train_steps:
-                log(f"{header}: done, skipped")
-                previous = stage_checkpoint(model_dir, stage)
-                records.append(done)
-                continue
-            with strategy.scope():
-                groups = stage_variables(student, stage)
-                optimizer = build_stage_optimizer(trainer.optimizer, stage, groups)
-                step = step_counter("stage_step")
-            checkpoint = RunCheckpoint(
-                worker_directory(os.path.join(directory, "checkpoints"), strategy),
-                trainer.max_checkpoints_to_keep,
-                peers=peer_directories(os.path.join(directory, "checkpoints"), strategy),
-                model=student,
-                optimizer=optimizer,
-                step=step,
-                train_iterator=iterator,
-            )
-            restored = checkpoint.restore_latest(log)
-            if restored is None:
-                _restore_student(previous, student, iterator)
-            log(
-                f"{header}: {stage.describe()}; "
-                + (
-                    f"resumed from {restored} at step {step_value(step)}"
-                    if restored
-                    else f"starting from {previous}"
-                )
-            )
-            objective = DistillationObjective(
-                teacher,
-                student,
-                stage,
-                layer_map,
-                lw,
-                pd,
-                student_dropout=experiment.distillation.student_dropout,
-                layer_mean=experiment.distillation.auxiliary_layer_mean
-                and experiment.distillation.strategy == "auxiliary",
-            )
-            evaluate = make_evaluator(
-                strategy,
-                objective,
-                data.eval if trainer.eval_each_stage else None,
-                trainer.eval_steps,
-            )
-            start = time.perf_counter()
-            metrics = run_loop(
-                train_step=make_train_step(
-                    strategy,
-                    objective,
-                    optimizer,
-                    [v for vs in groups.values() for v in vs],
-                    trainer.jit_compile,
-                ),
-                iterator=iterator,
-                step=step,
-                checkpoint=checkpoint,
-                scalars=Scalars(
-                    os.path.join(model_dir, "tensorboard", stage_name(stage)) if chief else None
-                ),
-                settings=LoopSettings(
-                    train_steps=stage.train_steps,
-                    checkpoint_interval=trainer.checkpoint_interval,
-                    per_step=trainer.batch_size * experiment.data.seq_length,
-                    log_interval=trainer.log_interval,
-                    eval_interval=trainer.eval_interval,
-                    desc=header,
-                    show_progress=show_progress and chief,
-                    postfix_keys=("fmt", "at", "mlm_loss", "kd_loss"),
-                ),
-                evaluate=evaluate,
-                log=log,
-            )
-            if not metrics and evaluate is not None:
-                metrics = evaluate()
-            previous = checkpoint.latest
-            record = {
-                "stage": stage_name(stage),
-                "train_steps": stage.train_steps,
-                "seconds": round(time.perf_counter() - start, 1),
-                "eval": metrics,
-            }
-            if chief:
-                atomic.write_text(
-                    os.path.join(directory, STAGE_DONE_FILE), json.dumps(record, indent=2) + "\n"
-                )
-            records.append(record)
-        _restore_student(previous, student, iterator)  # the last stage's end, run or skipped
-        objective = DistillationObjective(
-            teacher,
-            student,
-            final_eval_stage(experiment, student_config.num_hidden_layers),
-            layer_map,
-            lw,
-            pd,
+        self.previous = initial.latest
+
+    def minimise(self, stage: Stage, objective: DistillationObjective, groups: dict) -> None:
+        run, trainer = self.run, self.trainer
+        directory = os.path.join("stages", stage_name(stage))  # in the run directory
+        header = f"stage {stage.index + 1}/{self.stage_count} {stage.name}"
+        done = read_stage_done(stage_dir(run.model_dir, stage))
+        if done is not None and done["train_steps"] >= stage.train_steps:
+            run.log(f"{header}: done, skipped")
+            self.previous = stage_checkpoint(run.model_dir, stage)
+            self.records.append(done)
+            return
+        with run.strategy.scope():
+            step = stage_step(objective, groups, trainer.optimizer, trainer.jit_compile)
+            counter = step_counter("stage_step")
+        checkpoint = run.checkpoint(
+            os.path.join(directory, "checkpoints"),
+            trainer.max_checkpoints_to_keep,
+            model=self.student,
+            optimizer=step.optimizer,
+            step=counter,
+            train_iterator=self.iterator,
         )
-        evaluate = make_evaluator(strategy, objective, data.eval, trainer.eval_steps)
-        final = evaluate() if evaluate is not None else {}
-    return student, records, final
+        restored = run.resume(checkpoint)
+        if restored is None:
+            _restore_student(self.previous, self.student, self.iterator)
+        run.log(
+            f"{header}: {stage.describe()}; "
+            + (
+                f"resumed from {restored} at step {step_value(counter)}"
+                if restored
+                else f"starting from {self.previous}"
+            )
+        )
+        evaluate = make_evaluator(
+            run.strategy,
+            objective,
+            self.data.eval if trainer.eval_each_stage else None,
+            trainer.eval_steps,
+        )
+        start = time.perf_counter()
+        metrics = run.train(
+            step.train_step,
+            checkpoint,
+            LoopSettings(
+                train_steps=stage.train_steps,
+                checkpoint_interval=trainer.checkpoint_interval,
+                per_step=self.per_step,
+                log_interval=trainer.log_interval,
+                eval_interval=trainer.eval_interval,
+                desc=header,
+                postfix_keys=("fmt", "at", "mlm_loss", "kd_loss"),
+            ),
+            evaluate,
+            tensorboard=stage_name(stage),
+        )
+        if not metrics and evaluate is not None:
+            metrics = evaluate()
+        self.previous = checkpoint.latest
+        record = {
+            "stage": stage_name(stage),
+            "train_steps": stage.train_steps,
+            "seconds": round(time.perf_counter() - start, 1),
+            "eval": metrics,
+        }
+        run.write_record(os.path.join(directory, STAGE_DONE_FILE), record)
+        self.records.append(record)
+
+    def finish(self, objective: DistillationObjective) -> dict:
+        """The student as the last stage left it (run or skipped); its held-out metrics
+        under `objective` (every layer's terms and the MLM / NSP heads)."""
+        _restore_student(self.previous, self.student, self.iterator)
+        evaluate = make_evaluator(
+            self.run.strategy, objective, self.data.eval, self.trainer.eval_steps
+        )
+        return evaluate() if evaluate is not None else {}
 
 
 def read_run(model_dir: str | os.PathLike) -> tuple[DistillExperiment, list[Stage]]:

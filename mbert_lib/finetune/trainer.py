@@ -44,7 +44,6 @@ from mbert_lib.checkpoints import (
     load_encoder,
     read_checkpoint,
     save_model_dir,
-    write_model_files,
 )
 from mbert_lib.compress import pruning, qat
 from mbert_lib.data.pipeline import check_model_compatibility
@@ -64,13 +63,11 @@ from mbert_lib.finetune.objective import ClassificationObjective
 from mbert_lib.finetune.tasks import get_task
 from mbert_lib.models import build_classifier, count_params
 from mbert_lib.optim import create_optimizer
-from mbert_lib.train.checkpointing import RunCheckpoint, read_done, write_done
-from mbert_lib.train.loop import LoopSettings, make_train_step, run_loop, step_counter
-from mbert_lib.train.progress import Scalars
-from mbert_lib.train.run_dir import finished_run, writing_run
-from mbert_lib.train.run_record import (
-    trained_setting,
-)
+from mbert_lib.train.loop import LoopSettings
+from mbert_lib.train.run import TrainingRun
+from mbert_lib.train.run_dir import finished_run
+from mbert_lib.train.run_record import trained_setting
+from mbert_lib.train.step import make_train_step, step_counter
 from mbert_lib.train.strategy import create_strategy, precision_policy
 
 CHECKPOINT_STEPS = 500  # with trainer.train_steps: a checkpoint every this many steps at least
@@ -170,67 +167,88 @@ def run_finetuning(
             f"trainer.batch_size ({trainer.batch_size}) must be a multiple of the "
             f"number of replicas ({strategy.num_replicas_in_sync})"
         )
-    train_steps = trainer.train_steps or trainer.epochs * per_epoch
-    with writing_run(experiment, model_dir):
-        return _train(
-            experiment,
-            model_dir,
-            data,
-            tokenizer,
-            strategy,
-            config,
-            train_steps,
-            per_epoch,
-            show_progress,
-            log,
+    run = TrainingRun(model_dir, strategy, show_progress, log)
+    with run.writing(experiment):
+        return _train(experiment, run, data, tokenizer, config)
+
+
+def build_finetuning(experiment: FinetuneExperiment, config, num_classes: int, train_steps: int):
+    """(classifier, optimizer): the head on the pre-trained encoder of model.init_checkpoint
+    (pruning's or QAT's wrappers around it when asked), and AdamW over every trainable
+    weight. Call it inside `strategy.scope()`."""
+    encoder = load_encoder(experiment.model.init_checkpoint, config)
+    model = build_classifier(config, num_classes, experiment.model.dropout_rate, encoder=encoder)
+    encoder.trainable = not experiment.model.freeze_encoder
+    if experiment.prune.sparsity:
+        pruning.wrap_kernels(model, pruning.Schedule.over(experiment.prune, train_steps))
+    if experiment.qat.enabled:
+        qat.wrap_for_qat(model)
+    trainer = experiment.trainer
+    optimizer = create_optimizer(trainer.optimizer, trainer.schedule(train_steps), train_steps)
+    optimizer.build(model.trainable_variables)
+    return model, optimizer
+
+
+def finetune_step(model, optimizer, regression: bool = False, jit_compile: bool = False):
+    """train_step(iterator) -> metrics: one update of every trainable weight of `model` on
+    the cross-entropy (squared error) of the next batch. The trainer's step; benchmarks
+    and experiments build theirs here."""
+    objective = ClassificationObjective(model, regression)
+    return make_train_step(
+        tf.distribute.get_strategy(), objective, optimizer, model.trainable_variables, jit_compile
+    )
+
+
+class EpochEvaluator:
+    """evaluate() -> dev metrics of the model now, recorded in the run's history with the
+    seconds trained since the last evaluation; the best model is kept aside
+    (finetune.best.BestKeeper)."""
+
+    def __init__(self, keeper: BestKeeper, predict, data: TaskData, step, per_epoch: int):
+        self.keeper, self.predict, self.data = keeper, predict, data
+        self.step, self.per_epoch = step, per_epoch
+        self.clock = time.perf_counter()
+
+    def __call__(self) -> dict:
+        start = time.perf_counter()
+        metrics = evaluate(self.data.task, self.predict, self.data.dev)
+        current = int(self.step)
+        self.keeper.record(
+            current,
+            metrics,
+            epoch=current // self.per_epoch,
+            train_seconds=round(start - self.clock, 3),
+            eval_seconds=round(time.perf_counter() - start, 3),
         )
+        self.clock = time.perf_counter()
+        return metrics
 
 
-def _train(
-    experiment: FinetuneExperiment,
-    model_dir: str,
-    data: TaskData,
-    tokenizer,
-    strategy,
-    config,
-    train_steps: int,
-    per_epoch: int,
-    show_progress: bool,
-    log,
-) -> dict:
+def _train(experiment: FinetuneExperiment, run: TrainingRun, data: TaskData, tokenizer, config):
     """Trains and evaluates every epoch, exports the best one; returns the done record."""
     init, trainer, task = experiment.model.init_checkpoint, experiment.trainer, data.task
+    per_epoch = steps_per_epoch(data.train, trainer.batch_size)
+    train_steps = trainer.train_steps or trainer.epochs * per_epoch
+    last_only = trainer.train_steps is not None  # one evaluation, of the last model
     tf_keras.utils.set_random_seed(trainer.seed)
-
-    with precision_policy(experiment.runtime.mixed_precision), strategy.scope():
-        encoder = load_encoder(init, config)
-        model = build_classifier(
-            config, task.num_classes, experiment.model.dropout_rate, encoder=encoder
-        )
-        encoder.trainable = not experiment.model.freeze_encoder
-        if experiment.prune.sparsity:
-            pruning.wrap_kernels(model, pruning.Schedule.over(experiment.prune, train_steps))
-        if experiment.qat.enabled:
-            qat.wrap_for_qat(model)
-        optimizer = create_optimizer(trainer.optimizer, trainer.schedule(train_steps), train_steps)
-        optimizer.build(model.trainable_variables)
+    with precision_policy(experiment.runtime.mixed_precision), run.strategy.scope():
+        model, optimizer = build_finetuning(experiment, config, task.num_classes, train_steps)
         step = step_counter()
-    iterator = iter(
-        train_batches(data.train, trainer.batch_size, trainer.seed, trainer.length_pool)
-    )
-    checkpoint = RunCheckpoint(
-        os.path.join(model_dir, "checkpoints"),
+    checkpoint = run.checkpoint(
+        "checkpoints",
         1,
         model=model,
         optimizer=optimizer,
         step=step,
-        train_iterator=iterator,
+        train_iterator=iter(
+            train_batches(data.train, trainer.batch_size, trainer.seed, trainer.length_pool)
+        ),
     )
-    restored = checkpoint.restore_latest(log)
-    log(
+    restored = run.resume(checkpoint)
+    run.log(
         f"resumed from {restored} at step {int(step)}"
         if restored
-        else f"fine-tuning {init} -> {model_dir}: {trainer.epochs} epochs x {per_epoch} "
+        else f"fine-tuning {init} -> {run.model_dir}: {trainer.epochs} epochs x {per_epoch} "
         f"steps of {trainer.batch_size}"
     )
 
@@ -239,43 +257,19 @@ def _train(
             model, directory, overwrite=True, save_tokenizer=lambda d: save_tokenizer(tokenizer, d)
         )
 
-    # With trainer.train_steps the one evaluation is of the last model: nothing to keep aside.
-    last_only = trainer.train_steps is not None
     keeper = BestKeeper(
-        model_dir, task.main_metric, (lambda _: None) if last_only else save_classifier
+        run.model_dir, task.main_metric, (lambda _: None) if last_only else save_classifier
     )
     predict = make_predictor(model, experiment.task.seq_length, trainer.eval_batch_size)
-    clock = [time.perf_counter()]
-
-    def evaluate_epoch() -> dict:
-        start = time.perf_counter()
-        metrics = evaluate(task, predict, data.dev)
-        current = int(step)
-        keeper.record(
-            current,
-            metrics,
-            epoch=current // per_epoch,
-            train_seconds=round(start - clock[0], 3),
-            eval_seconds=round(time.perf_counter() - start, 3),
-        )
-        clock[0] = time.perf_counter()
-        return metrics
-
+    evaluate_epoch = EpochEvaluator(keeper, predict, data, step, per_epoch)
     if restored and int(step) % per_epoch == 0 and not keeper.evaluated(int(step)):
         evaluate_epoch()  # killed between an epoch's checkpoint and its evaluation
-    run_loop(
-        train_step=make_train_step(
-            strategy,
-            ClassificationObjective(model, task.is_regression),
-            optimizer,
-            model.trainable_variables,
-            trainer.jit_compile,
-        ),
-        iterator=iterator,
-        step=step,
-        checkpoint=checkpoint,
-        scalars=Scalars(os.path.join(model_dir, "tensorboard")),
-        settings=LoopSettings(
+    with run.strategy.scope():
+        train_step = finetune_step(model, optimizer, task.is_regression, trainer.jit_compile)
+    run.train(
+        train_step,
+        checkpoint,
+        LoopSettings(
             train_steps=train_steps,
             # a run of train_steps keeps (few, large) checkpoints: its end is what counts
             checkpoint_interval=max(per_epoch, CHECKPOINT_STEPS) if last_only else per_epoch,
@@ -283,30 +277,35 @@ def _train(
             unit="examples",
             log_interval=trainer.log_interval,
             # with trainer.train_steps: one evaluation, at the end (the last model is kept)
-            eval_interval=train_steps if trainer.train_steps else per_epoch,
+            eval_interval=train_steps if last_only else per_epoch,
             desc=f"finetune {task.name}",
-            show_progress=show_progress,
         ),
-        evaluate=evaluate_epoch,
-        log=log,
+        evaluate_epoch,
     )
-
-    best = keeper.best
     if not last_only:
         best_weights = os.path.join(keeper.best_dir, "model.ckpt")
         read_checkpoint(tf.train.Checkpoint(model=model), best_weights)
+    return _export(run, model, evaluate_epoch, experiment, tokenizer, train_steps)
+
+
+def _export(run: TrainingRun, model, epochs: EpochEvaluator, experiment, tokenizer, train_steps):
+    """Strips pruning's or QAT's wrappers, exports the classifier and writes the done record
+    (best dev metrics, history, truncation, timing); returns it."""
+    task, data, keeper = epochs.data.task, epochs.data, epochs.keeper
     compressed = {}
     if experiment.prune.sparsity:
         pruning.strip(model)
         compressed = {"sparsity": round(pruning.overall_sparsity(model), 6)}
     if experiment.qat.enabled:
-        qat.save_ranges(model, model_dir)
+        if run.chief:
+            qat.save_ranges(model, run.model_dir)
         compressed = {"qat_layers": qat.strip_qat(model)}
-    write_model_files(model, model_dir, save_tokenizer=lambda d: save_tokenizer(tokenizer, d))
+    best = keeper.best
     train_seconds = sum(h["train_seconds"] for h in keeper.history)
-    write_done(
-        model_dir,
+    done = run.finish(
+        model,
         train_steps,
+        lambda d: save_tokenizer(tokenizer, d),
         eval=best["metrics"],
         task=task.name,
         source=data.source,
@@ -314,7 +313,7 @@ def _train(
         best_step=best["step"],
         best_epoch=best["epoch"],
         history=keeper.history,
-        init_checkpoint=os.path.abspath(init),
+        init_checkpoint=os.path.abspath(experiment.model.init_checkpoint),
         params={"encoder": count_params(model.encoder), "classifier": count_params(model)},
         train_examples=len(data.train),
         train_available=data.train_available,
@@ -325,13 +324,15 @@ def _train(
             "train": round(train_seconds, 1),
             "eval": round(sum(h["eval_seconds"] for h in keeper.history), 1),
         },
-        train_examples_per_second=round(train_steps * trainer.batch_size / train_seconds, 1),
+        train_examples_per_second=round(
+            train_steps * experiment.trainer.batch_size / train_seconds, 1
+        ),
         **compressed,
     )
-    for leftover in ("checkpoints", BEST_DIR):
-        shutil.rmtree(os.path.join(model_dir, leftover), ignore_errors=True)
-    log(
+    for leftover in ("checkpoints", BEST_DIR) if run.chief else ():
+        shutil.rmtree(os.path.join(run.model_dir, leftover), ignore_errors=True)
+    run.log(
         f"best dev {task.main_metric} {best['metrics'][task.main_metric]:.4f} after epoch "
-        f"{best['epoch']}; exported the classifier to {model_dir}"
+        f"{best['epoch']}; exported the classifier to {run.model_dir}"
     )
-    return read_done(model_dir)
+    return done

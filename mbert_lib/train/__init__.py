@@ -3,8 +3,11 @@
     strategy.py        tf.distribute strategy + mixed-precision policy by name
     checkpointing.py   resumable checkpoints (model, optimizer, step, data iterator), done marker
     progress.py        tqdm progress with tokens/s (examples/s), TensorBoard scalars
-    loop.py            distributed (optionally XLA) train step, evaluator, the loop itself
+    step.py            one distributed (optionally XLA) train step and the evaluator
+    loop.py            the loop that repeats the step (progress, scalars, checkpoints, eval)
                        and its settings (LoopSettings)
+    run.py             TrainingRun: the wrapper every trainer trains inside (resume,
+                       chief-only writing, snapshots, the done record)
     run_record.py      the experiment a run records, and the one "same run?" check
     run_dir.py         a run directory's start (finished_run) and writer (writing_run)
     objectives.py      MLM + NSP loss and held-out metrics (the objective protocol)
@@ -18,18 +21,21 @@
     state.py           a run's model + optimizer restored for inspection; one batch's gradients
 
 Every trainer (pre-training here, distillation in mbert_lib.distill, fine-tuning in
-mbert_lib.finetune) has one skeleton:
+mbert_lib.finetune) states its algorithm and leaves the run's life to `TrainingRun`:
 
     done = finished_run(experiment, model_dir, ...)         # same run? already done?
     if done is not None: return done
-    with writing_run(experiment, model_dir, chief):          # lock + experiment.yaml
-        under create_strategy(...) and precision_policy(...):
-            in strategy.scope(): model, optimizer.build(variables), step_counter()
-            RunCheckpoint(..., model=, optimizer=, step=, train_iterator=).restore_latest()
-            run_loop(train_step=make_train_step(strategy, objective, ...), ...,
-                     settings=LoopSettings(...), evaluate=make_evaluator(...))
-        write_model_files(...); write_done(model_dir, train_steps, eval=...)
+    run = TrainingRun(model_dir, strategy, show_progress, log)
+    with run.writing(experiment):                            # lock + experiment.yaml
+        in strategy.scope(): model, optimizer.build(variables), step_counter()
+        checkpoint = run.checkpoint("checkpoints", keep, model=, optimizer=, step=,
+                                    train_iterator=)
+        run.resume(checkpoint)
+        run.train(make_train_step(strategy, objective, optimizer, variables),
+                  checkpoint, LoopSettings(...), make_evaluator(...))
+        return run.finish(model, train_steps, save_tokenizer, eval=...)
 
-with an objective that has the four methods of the protocol in objectives.py. A staged
-trainer gives each stage its own checkpoint directory and calls `run_loop` per stage.
+with an objective that has the four methods of the protocol in objectives.py. The
+distillation trainer runs that body once per stage, inside `progressive_transfer`
+(mbert_lib.distill.progressive).
 """

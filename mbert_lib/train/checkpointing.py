@@ -53,6 +53,7 @@ class RunCheckpoint:
         self.directory = os.fspath(directory)
         self.peers = list(peers)
         self.max_to_keep = max_to_keep
+        self.objects = objects
         self.checkpoint = tf.train.Checkpoint(**objects)
         self.manager = self._manager()
 

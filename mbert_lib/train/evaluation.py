@@ -17,8 +17,8 @@ import numpy as np
 import pandas as pd
 import tensorflow as tf
 
-from mbert_lib.train.loop import make_evaluator
 from mbert_lib.train.objectives import PretrainingObjective, model_inputs
+from mbert_lib.train.step import make_evaluator
 
 
 def examples_dataset(examples: Mapping[str, np.ndarray], batch_size: int = 64) -> tf.data.Dataset:

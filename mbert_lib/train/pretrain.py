@@ -20,95 +20,60 @@ from collections.abc import Callable
 
 import tf_keras
 
-from mbert_lib.checkpoints import write_model_files
 from mbert_lib.experiment import PretrainExperiment
 from mbert_lib.models import build_pretrainer
 from mbert_lib.optim import create_optimizer
-from mbert_lib.train.checkpointing import (
-    RunCheckpoint,
-    is_chief,
-    peer_directories,
-    read_done,
-    remove_worker_scratch,
-    worker_directory,
-    write_done,
-)
-from mbert_lib.train.loop import (
-    LoopSettings,
-    make_evaluator,
-    make_train_step,
-    run_loop,
-    step_counter,
-    step_value,
-)
+from mbert_lib.train.loop import LoopSettings
 from mbert_lib.train.objectives import PretrainingObjective
-from mbert_lib.train.pretrain_data import (
-    PretrainingData,
-    strategy_and_data,
-)
-from mbert_lib.train.progress import Scalars
-from mbert_lib.train.run_dir import finished_run, writing_run
+from mbert_lib.train.pretrain_data import PretrainingData, strategy_and_data
+from mbert_lib.train.run import TrainingRun
+from mbert_lib.train.run_dir import finished_run
+from mbert_lib.train.step import make_evaluator, make_train_step, step_counter, step_value
 from mbert_lib.train.strategy import precision_policy
 
 
-def _train(
-    experiment: PretrainExperiment,
-    model_dir: str,
-    strategy,
-    data: PretrainingData,
-    show_progress: bool,
-    log,
-) -> tuple[tf_keras.Model, dict]:
+def _train(experiment: PretrainExperiment, run: TrainingRun, data: PretrainingData):
     """Builds, restores and trains the model to trainer.train_steps; (model, eval metrics)."""
     trainer, runtime = experiment.trainer, experiment.runtime
-    os.makedirs(model_dir, exist_ok=True)
+    os.makedirs(run.model_dir, exist_ok=True)
     tf_keras.utils.set_random_seed(trainer.seed)
     with precision_policy(runtime.mixed_precision):
-        with strategy.scope():
+        with run.strategy.scope():
             model = build_pretrainer(experiment.model.build_config())
             optimizer = create_optimizer(
                 trainer.optimizer, trainer.learning_rate, trainer.train_steps
             )
             optimizer.build(model.trainable_variables)
             step = step_counter()
-        iterator = iter(data.train.repeat())  # this worker's batches, split per replica
-        checkpoints = os.path.join(model_dir, "checkpoints")
-        checkpoint = RunCheckpoint(
-            worker_directory(checkpoints, strategy),
+        checkpoint = run.checkpoint(
+            "checkpoints",
             trainer.max_checkpoints_to_keep,
-            peers=peer_directories(checkpoints, strategy),
             model=model,
             optimizer=optimizer,
             step=step,
-            train_iterator=iterator,
+            train_iterator=iter(data.train.repeat()),  # this worker's batches, per replica
         )
-        restored = checkpoint.restore_latest(log)
-        log(
+        restored = run.resume(checkpoint)
+        run.log(
             f"resumed from {restored} at step {step_value(step)}"
             if restored
-            else f"starting a fresh run in {model_dir}"
+            else f"starting a fresh run in {run.model_dir}"
         )
-
         objective = PretrainingObjective(model)
-        evaluate = make_evaluator(strategy, objective, data.eval, trainer.eval_steps)
-        metrics = run_loop(
-            train_step=make_train_step(
-                strategy, objective, optimizer, model.trainable_variables, trainer.jit_compile
+        evaluate = make_evaluator(run.strategy, objective, data.eval, trainer.eval_steps)
+        metrics = run.train(
+            make_train_step(
+                run.strategy, objective, optimizer, model.trainable_variables, trainer.jit_compile
             ),
-            iterator=iterator,
-            step=step,
-            checkpoint=checkpoint,
-            scalars=Scalars(os.path.join(model_dir, "tensorboard") if is_chief(strategy) else None),
-            settings=LoopSettings(
+            checkpoint,
+            LoopSettings(
                 train_steps=trainer.train_steps,
                 checkpoint_interval=trainer.checkpoint_interval,
                 per_step=trainer.batch_size * experiment.data.seq_length,
                 log_interval=trainer.log_interval,
                 eval_interval=trainer.eval_interval,
-                show_progress=show_progress,
             ),
-            evaluate=evaluate,
-            log=log,
+            evaluate,
         )
         if not metrics and evaluate is not None:  # resumed at the last step: evaluate anyway
             metrics = evaluate()
@@ -136,13 +101,7 @@ def run_pretraining(
     if done is not None:
         return done
     strategy, data = strategy_and_data(experiment, data)
-    chief = is_chief(strategy)
-    with writing_run(experiment, model_dir, chief):
-        model, metrics = _train(experiment, model_dir, strategy, data, show_progress and chief, log)
-        if chief:
-            write_model_files(model, model_dir, save_tokenizer=data.save_tokenizer)
-            write_done(model_dir, trainer.train_steps, eval=metrics)
-            log(f"exported the model to {model_dir}")
-        else:
-            remove_worker_scratch(model_dir, strategy)
-    return read_done(model_dir) if chief else {"train_steps": trainer.train_steps, "eval": metrics}
+    run = TrainingRun(model_dir, strategy, show_progress, log)
+    with run.writing(experiment):
+        model, metrics = _train(experiment, run, data)
+        return run.finish(model, trainer.train_steps, data.save_tokenizer, eval=metrics)

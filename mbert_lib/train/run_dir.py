@@ -7,8 +7,7 @@
 
 Pre-training, distillation and fine-tuning all start with `finished_run` (is it
 the same run, and is it done?) and write inside `writing_run` (the lock and the
-experiment record, on the chief only); between the two each builds its model,
-optimizer and `run_loop` (loop.py), and it ends with `write_done`.
+experiment record, on the chief only), through `TrainingRun.writing` (run.py).
 """
 
 from __future__ import annotations
