@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from mbert_lib.data import DataError, prepare_pretraining_data
+from mbert_lib.data import DataError, PrepareSettings, prepare_pretraining_data
 from mbert_lib.data.corpus import SOURCES
 from mbert_lib.data.wikitext import NAMES, SPLITS
 
@@ -70,23 +70,25 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
         prepare_pretraining_data(
-            args.source,
-            args.data_dir,
-            args.output_dir,
-            wikitext_name=args.wikitext,
-            wikitext_splits=args.wikitext_splits,
-            include_sst2=not args.no_sst2,
-            vocab_file=args.vocab_file,
-            vocab_size=args.vocab_size,
-            do_lower_case=not args.no_lower_case,
-            seq_length=args.seq_length,
-            max_predictions_per_seq=args.max_predictions_per_seq,
-            masked_lm_prob=args.masked_lm_prob,
-            short_seq_prob=args.short_seq_prob,
-            dupe_factor=args.dupe_factor,
-            eval_dupe_factor=args.eval_dupe_factor,
-            heldout_fraction=args.heldout_fraction,
-            seed=args.seed,
+            PrepareSettings(
+                args.source,
+                args.data_dir,
+                args.output_dir,
+                wikitext_name=args.wikitext,
+                wikitext_splits=args.wikitext_splits,
+                include_sst2=not args.no_sst2,
+                vocab_file=args.vocab_file,
+                vocab_size=args.vocab_size,
+                do_lower_case=not args.no_lower_case,
+                seq_length=args.seq_length,
+                max_predictions_per_seq=args.max_predictions_per_seq,
+                masked_lm_prob=args.masked_lm_prob,
+                short_seq_prob=args.short_seq_prob,
+                dupe_factor=args.dupe_factor,
+                eval_dupe_factor=args.eval_dupe_factor,
+                heldout_fraction=args.heldout_fraction,
+                seed=args.seed,
+            )
         )
     except (DataError, FileNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)

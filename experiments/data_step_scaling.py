@@ -29,7 +29,7 @@ from pathlib import Path
 
 from mbert_lib.data.builtin_corpus import builtin_documents
 from mbert_lib.data.errors import DataError
-from mbert_lib.data.prepare import prepare_pretraining_data
+from mbert_lib.data.prepare import PrepareSettings, prepare_pretraining_data
 from mbert_lib.data.text import MAX_LINE_CHARS
 from mbert_lib.hardware import cpu_info
 
@@ -58,12 +58,14 @@ def prepare(data_dir: Path, dupe_factor: int) -> dict:
     with tempfile.TemporaryDirectory() as out:
         start = time.perf_counter()
         prepared = prepare_pretraining_data(
-            "local",
-            data_dir,
-            out,
-            include_sst2=False,
-            wikitext_splits=["valid"],
-            dupe_factor=dupe_factor,
+            PrepareSettings(
+                "local",
+                data_dir,
+                out,
+                include_sst2=False,
+                wikitext_splits=["valid"],
+                dupe_factor=dupe_factor,
+            ),
             log=lambda _: None,
             progress=False,
         )

@@ -19,7 +19,7 @@ import tempfile
 import time
 
 from mbert_lib.bench import tflite_latency
-from mbert_lib.bench.timing import write_json
+from mbert_lib.bench.timing import TimingPlan, write_json
 from mbert_lib.export import onnx
 from mbert_lib.export.representative import random_features
 from mbert_lib.hardware import cpu_info
@@ -50,8 +50,7 @@ def main() -> None:
             work,
             args.seq_length,
             threads,
-            args.repeats,
-            args.warmup,
+            TimingPlan(args.repeats, args.warmup),
             onnxruntime=True,
             onnxruntime_spinning=not args.no_spinning,
         )

@@ -170,6 +170,12 @@ def _check_types(c: MobileBertConfig) -> None:
 
 
 def _check_values(c: MobileBertConfig) -> None:
+    _check_ranges(c)
+    _check_shapes(c)
+
+
+def _check_ranges(c: MobileBertConfig) -> None:
+    """Every field within its own range or set of choices."""
     for name in _INT_FIELDS:
         if getattr(c, name) < 1:
             raise ValueError(f"{name} must be a positive integer, got {getattr(c, name)}")
@@ -190,6 +196,10 @@ def _check_values(c: MobileBertConfig) -> None:
         raise ValueError(
             f"normalization_type must be one of {NORMALIZATION_TYPES}, got {c.normalization_type!r}"
         )
+
+
+def _check_shapes(c: MobileBertConfig) -> None:
+    """Fields that must agree with each other for the blocks to be built."""
     if c.embedding_size > c.hidden_size:
         raise ValueError(
             f"embedding_size ({c.embedding_size}) must be <= hidden_size ({c.hidden_size}): "

@@ -40,6 +40,26 @@ def check_positive(section: Any, *names: str, prefix: str) -> None:
             check(value > 0, f"{prefix}.{name}", "> 0", value)
 
 
+def _number(value: Any, key: str) -> float:
+    """A finite number; yaml reads 1e-3 (no dot) as a string, which is converted."""
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            pass
+    check(isinstance(value, (int, float)) and not isinstance(value, bool), key, "a number", value)
+    return _finite(value, key)
+
+
+def _items(value: Any, item_type: type, key: str) -> tuple:
+    """A list of `item_type` (strings or integers) as a tuple."""
+    what = f"a list of {'strings' if item_type is str else 'integers'}"
+    check(isinstance(value, (list, tuple)), key, what, value)
+    for item in value:
+        check(isinstance(item, item_type) and not isinstance(item, bool), key, what, value)
+    return tuple(value)
+
+
 def _coerce(value: Any, annotation: Any, key: str) -> Any:
     """`value` checked (and converted where lossless) against a type annotation."""
     origin, args = typing.get_origin(annotation), typing.get_args(annotation)
@@ -56,24 +76,11 @@ def _coerce(value: Any, annotation: Any, key: str) -> Any:
         # TensorFlow counts steps (and takes seeds and sizes) in int64
         check(-(2**63) <= value < 2**63, key, "an integer that fits in 64 bits", value)
     elif annotation is float:
-        if isinstance(value, str):  # yaml reads 1e-3 (no dot) as a string
-            try:
-                value = float(value)
-            except ValueError:
-                pass
-        check(
-            isinstance(value, (int, float)) and not isinstance(value, bool), key, "a number", value
-        )
-        value = _finite(value, key)
+        value = _number(value, key)
     elif annotation is str:
         check(isinstance(value, str), key, "a string", value)
     elif origin is tuple:  # tuple[str, ...] or tuple[int, ...]
-        item_type = args[0]
-        what = f"a list of {'strings' if item_type is str else 'integers'}"
-        check(isinstance(value, (list, tuple)), key, what, value)
-        for item in value:
-            check(isinstance(item, item_type) and not isinstance(item, bool), key, what, value)
-        value = tuple(value)
+        value = _items(value, args[0], key)
     elif origin in (dict, Mapping, typing.Mapping) or annotation is Mapping:
         check(isinstance(value, Mapping), key, "a mapping", value)
         value = dict(value)
@@ -133,11 +140,8 @@ def save_yaml(config, path: str | os.PathLike) -> None:
 
 
 # ------------------------------------------------------------------- overrides
-def parse_overrides(text: str) -> list[tuple[str, Any]]:
-    """ "a.b=1,c=[x, y]" -> [("a.b", 1), ("c", ["x", "y"])], values parsed as yaml.
-
-    Commas inside [...], {...} or quotes do not split.
-    """
+def _split_top_level(text: str) -> list[str]:
+    """`text` split at the commas outside [...], {...} and quotes."""
     items, depth, quote, current = [], 0, None, ""
     for char in text:
         if quote:
@@ -154,6 +158,15 @@ def parse_overrides(text: str) -> list[tuple[str, Any]]:
             continue
         current += char
     items.append(current)
+    return items
+
+
+def parse_overrides(text: str) -> list[tuple[str, Any]]:
+    """ "a.b=1,c=[x, y]" -> [("a.b", 1), ("c", ["x", "y"])], values parsed as yaml.
+
+    Commas inside [...], {...} or quotes do not split.
+    """
+    items = _split_top_level(text)
     pairs = []
     for item in (i.strip() for i in items):
         if not item:

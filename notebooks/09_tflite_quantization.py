@@ -428,8 +428,8 @@ for s in summarize(RECORDS):
 #
 # 1. Export the student at full int8 with the model's own −1e9 mask
 #    (`--int8_mask_penalty none` on `python -m mbert_lib export tflite ... --precision int8`,
-#    or `int8_mask_penalty=None` in `mbert_lib.export.evaluate.evaluate_precisions`, which
-#    exports and evaluates in one call): how far does accuracy fall? Relate it to the step
+#    or `Int8Options(..., mask_penalty=None)` for `mbert_lib.export.evaluate.evaluate_precisions`,
+#    which exports and evaluates in one call): how far does accuracy fall? Relate it to the step
 #    size printed in section 2.
 #    *Hint: calibrate on the step's training sentences (`steps_export.calibration_features`)
 #    so that only the mask differs; the largest activation step in the file is the step of
@@ -447,7 +447,7 @@ for s in summarize(RECORDS):
 #    FFN k+1's intermediate dense; the stored kernel is [out, in], and the folded bias is a
 #    float32 tensor of the file.*
 # 4. Calibrate full int8 on 10 instead of 200 training sentences (the step's
-#    `calibration_examples`; `evaluate_precisions(..., calibration_limit=10)` keeps the first
+#    `calibration_examples`; `representative_dataset(calibration, 10)` keeps the first
 #    10 of them): does accuracy move? Why might too few sentences give ranges that clip
 #    real activations?
 #    *Hint: activation ranges are min/max over the calibration set; read each int8 tensor's

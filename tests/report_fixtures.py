@@ -194,114 +194,147 @@ def make_run(out: Path, steps=None) -> Path:
 
 
 def _result(out: Path, step: str) -> dict:
-    if step == "data":
-        examples = out / "data" / "examples"
-        examples.mkdir(parents=True, exist_ok=True)
-        (examples / "manifest.json").write_text(
-            json.dumps(
-                {
-                    "corpus": "local-wikitext-2+sst2",
-                    "key": {
-                        "train_text_sha256": "aa" * 32,
-                        "heldout_text_sha256": "bb" * 32,
-                        "tokenizer_sha256": "cc" * 32,
-                    },
-                }
-            )
-        )
-        (out / "data" / "corpus").mkdir(exist_ok=True)
-        (out / "data" / "corpus" / "sources.json").write_text(
-            json.dumps(
-                {
-                    "files": [
-                        {
-                            "name": "/d/wikitext-2/valid.txt",
-                            "size_bytes": 1121681,
-                            "sha256": "ee" * 32,
-                            "expected_sha256": "ee" * 32,
-                        }
-                    ]
-                }
-            )
-        )
-        return {
-            "source": "local",
-            "data_dir": "/d",
-            "examples_dir": str(examples),
-            "counts": {"train": 1000, "eval": 50},
-        }
+    """The result `step` records in a run under `out` (the data step's also writes its
+    manifest and sources beside it); KeyError for a step the fixture does not know."""
     if step in DISTILL:
-        return {
-            "model_dir": str(out / step),
-            "train_steps": 600,
-            "eval": {
-                "mlm_accuracy": DISTILL[step],
-                "perplexity": 100.0,
-                "nsp_accuracy": 0.6,
-                "predictions": PREDICTIONS,
-            },
-        }
-    if step == "transfer":
-        return {"path": str(out / "pkt" / "transfer.json"), **TRANSFER}
-    if step == "teacher":
-        return {
-            "model_dir": str(out / step),
-            "eval": {"mlm_accuracy": 0.35, "perplexity": 90.0},
-            "source": "shipped",
-            "shipped": {"train_steps": 15000, "wall_seconds": 11700.0, "hardware": "Test CPU"},
-        }
-    if step == "bert_baseline":
-        return {"model_dir": str(out / step), "eval": {"mlm_accuracy": 0.35, "perplexity": 90.0}}
-    if step == "finetune":
-        return {
-            "task": "sst2",
-            "source": "local",
-            "models": {
-                **{
-                    m: {
-                        "status": "done",
-                        "metric": "accuracy",
-                        "values": v,
-                        "mean": statistics.mean(v),
-                        "std": statistics.stdev(v) if len(v) > 1 else float("nan"),
-                        "seeds": list(range(len(v))),
-                        "params": PARAMS[m],
-                        "train_seconds": [30.0 + i for i in range(len(v))],
-                        "best_epochs": [1] * len(v),
-                        "histories": [[x] for x in v],
-                        "model_dirs": ["x"] * len(v),
-                    }
-                    for m, v in FINETUNE_VALUES.items()
+        return _distill_result(out, step)
+    return _RESULTS[step](out, step)
+
+
+def _data_result(out: Path, step: str) -> dict:
+    """The data step's result; writes the examples' manifest and the corpus' sources."""
+    examples = out / "data" / "examples"
+    examples.mkdir(parents=True, exist_ok=True)
+    (examples / "manifest.json").write_text(
+        json.dumps(
+            {
+                "corpus": "local-wikitext-2+sst2",
+                "key": {
+                    "train_text_sha256": "aa" * 32,
+                    "heldout_text_sha256": "bb" * 32,
+                    "tokenizer_sha256": "cc" * 32,
                 },
-                "akt": {"status": "missing", "reason": "no finished step 'akt'"},
-            },
-        }
-    if step == "tflite":
-        return TFLITE
-    if step == "payoff":
-        return {"path": str(out / "payoff.json"), **PAYOFF}
-    if step == "teacher_gate":
-        return {"verdict": "beats", "text": "the teacher beats the untaught student"}
-    if step == "label_budget":
-        return {"task": "sst2", "available": 67349, "budgets": {}, "opens_at": "500"}
-    if step == "latency":
-        return {
-            "records_path": "x",
-            "records": [
-                {
-                    "model": m,
-                    "normalization_type": n,
-                    "hidden_act": a,
-                    "precision": p,
-                    "threads": t,
-                    "seq_length": 128,
-                    "median_ms": ms,
-                    "min_ms": lo,
-                    "size_bytes": size,
-                    "repeats": 30,
-                    "params": 24_581_888 if m == "mobilebert" else 109_482_240,
+            }
+        )
+    )
+    (out / "data" / "corpus").mkdir(exist_ok=True)
+    (out / "data" / "corpus" / "sources.json").write_text(
+        json.dumps(
+            {
+                "files": [
+                    {
+                        "name": "/d/wikitext-2/valid.txt",
+                        "size_bytes": 1121681,
+                        "sha256": "ee" * 32,
+                        "expected_sha256": "ee" * 32,
+                    }
+                ]
+            }
+        )
+    )
+    return {
+        "source": "local",
+        "data_dir": "/d",
+        "examples_dir": str(examples),
+        "counts": {"train": 1000, "eval": 50},
+    }
+
+
+def _distill_result(out: Path, step: str) -> dict:
+    """A distillation step's result: its MLM accuracy from DISTILL."""
+    return {
+        "model_dir": str(out / step),
+        "train_steps": 600,
+        "eval": {
+            "mlm_accuracy": DISTILL[step],
+            "perplexity": 100.0,
+            "nsp_accuracy": 0.6,
+            "predictions": PREDICTIONS,
+        },
+    }
+
+
+def _teacher_result(out: Path, step: str) -> dict:
+    """The teacher step's result: the shipped teacher."""
+    return {
+        "model_dir": str(out / step),
+        "eval": {"mlm_accuracy": 0.35, "perplexity": 90.0},
+        "source": "shipped",
+        "shipped": {"train_steps": 15000, "wall_seconds": 11700.0, "hardware": "Test CPU"},
+    }
+
+
+def _finetune_result(out: Path, step: str) -> dict:
+    """The finetune step's result: FINETUNE_VALUES per model, and akt missing."""
+    return {
+        "task": "sst2",
+        "source": "local",
+        "models": {
+            **{
+                m: {
+                    "status": "done",
+                    "metric": "accuracy",
+                    "values": v,
+                    "mean": statistics.mean(v),
+                    "std": statistics.stdev(v) if len(v) > 1 else float("nan"),
+                    "seeds": list(range(len(v))),
+                    "params": PARAMS[m],
+                    "train_seconds": [30.0 + i for i in range(len(v))],
+                    "best_epochs": [1] * len(v),
+                    "histories": [[x] for x in v],
+                    "model_dirs": ["x"] * len(v),
                 }
-                for (m, n, a, p, t), (ms, lo, size) in LATENCY.items()
-            ],
-        }
-    raise KeyError(step)
+                for m, v in FINETUNE_VALUES.items()
+            },
+            "akt": {"status": "missing", "reason": "no finished step 'akt'"},
+        },
+    }
+
+
+def _latency_result(out: Path, step: str) -> dict:
+    """The latency step's result: one record per LATENCY entry."""
+    return {
+        "records_path": "x",
+        "records": [
+            {
+                "model": m,
+                "normalization_type": n,
+                "hidden_act": a,
+                "precision": p,
+                "threads": t,
+                "seq_length": 128,
+                "median_ms": ms,
+                "min_ms": lo,
+                "size_bytes": size,
+                "repeats": 30,
+                "params": 24_581_888 if m == "mobilebert" else 109_482_240,
+            }
+            for (m, n, a, p, t), (ms, lo, size) in LATENCY.items()
+        ],
+    }
+
+
+# step -> its result's maker (out, step) -> dict; the distillation steps: _distill_result
+_RESULTS = {
+    "data": _data_result,
+    "transfer": lambda out, step: {"path": str(out / "pkt" / "transfer.json"), **TRANSFER},
+    "teacher": _teacher_result,
+    "bert_baseline": lambda out, step: {
+        "model_dir": str(out / step),
+        "eval": {"mlm_accuracy": 0.35, "perplexity": 90.0},
+    },
+    "finetune": _finetune_result,
+    "tflite": lambda out, step: TFLITE,
+    "payoff": lambda out, step: {"path": str(out / "payoff.json"), **PAYOFF},
+    "teacher_gate": lambda out, step: {
+        "verdict": "beats",
+        "text": "the teacher beats the untaught student",
+    },
+    "label_budget": lambda out, step: {
+        "task": "sst2",
+        "available": 67349,
+        "budgets": {},
+        "opens_at": "500",
+    },
+    "latency": _latency_result,
+}

@@ -16,8 +16,9 @@ import numpy as np
 import pytest
 
 import mbert_lib  # noqa: F401
-from mbert_lib.bench import latency_anchor
+from mbert_lib.bench import TimingPlan, latency_anchor
 from mbert_lib.bench.anchor import AnchorError
+from mbert_lib.bench.latency_anchor import ComparisonPlan
 
 STAND_IN = textwrap.dedent(
     """
@@ -75,13 +76,7 @@ def test_stand_in_anchor_gives_our_graph_and_outputs(tmp_path):
 
     result = latency_anchor.run_comparison(
         sys.executable,
-        "tiny_mobilebert",
-        ["fp32"],
-        [1],
-        seq_length=16,
-        rounds=2,
-        repeats=3,
-        warmup=1,
+        ComparisonPlan("tiny_mobilebert", ["fp32"], [1], 16, 2, TimingPlan(repeats=3, warmup=1)),
         workdir=tmp_path / "work",
         log=lambda *_: None,
         script=stand_in(tmp_path),
@@ -113,13 +108,7 @@ def test_an_anchor_with_other_weights_is_refused(tmp_path):
     with pytest.raises(AnchorError, match="not the same model.*weights"):
         latency_anchor.run_comparison(
             sys.executable,
-            "tiny_mobilebert",
-            ["fp32"],
-            [1],
-            seq_length=16,
-            rounds=1,
-            repeats=1,
-            warmup=0,
+            ComparisonPlan("tiny_mobilebert", ["fp32"], [1], 16, 1, TimingPlan(1, 0)),
             workdir=tmp_path / "work",
             log=lambda *_: None,
             script=stand_in(tmp_path, params_offset=7),
@@ -143,7 +132,9 @@ def test_failures_are_named(tmp_path, capsys):
         )
     with pytest.raises(ValueError, match="bert_base.*trigram embedding"):
         latency_anchor.run_comparison(
-            sys.executable, "bert_base", ["fp32"], [1], 16, 1, 1, 0, tmp_path
+            sys.executable,
+            ComparisonPlan("bert_base", ["fp32"], [1], 16, 1, TimingPlan(1, 0)),
+            tmp_path,
         )
     out = str(tmp_path / "out.json")
     assert main(["bench", "latency", "--json", out, "--rounds", "2"]) == 2

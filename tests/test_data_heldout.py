@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from mbert_lib.data import (
+    PrepareSettings,
     example_statistics,
     load_pretraining_corpus,
     load_tokenizer,
@@ -38,14 +39,16 @@ def prepared(tmp_path_factory):
     (root / "SST-2" / "train.tsv").write_text("sentence\tlabel\n" + "\n".join(rows) + "\n")
     out = root / "prepared"
     prepare_pretraining_data(
-        "local",
-        root,
-        out,
-        vocab_size=80,
-        seq_length=32,
-        max_predictions_per_seq=5,
-        dupe_factor=1,
-        heldout_fraction=0.3,
+        PrepareSettings(
+            "local",
+            root,
+            out,
+            vocab_size=80,
+            seq_length=32,
+            max_predictions_per_seq=5,
+            dupe_factor=1,
+            heldout_fraction=0.3,
+        ),
         progress=False,
         log=lambda _: None,
     )

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from mbert_lib.data import (
+    PrepareSettings,
     load_tokenizer,
     make_pretraining_dataset,
     parse_documents,
@@ -29,8 +30,13 @@ OPTIONS = dict(
     max_predictions_per_seq=5,
     dupe_factor=2,
     heldout_fraction=0.2,
-    progress=False,
 )
+
+
+def settings(data_dir, out, **changes) -> PrepareSettings:
+    """The fixture's corpus ("local", data_dir) prepared into `out` with OPTIONS and
+    `changes`."""
+    return PrepareSettings("local", data_dir, out, **{**OPTIONS, **changes})
 
 
 @pytest.fixture
@@ -57,7 +63,7 @@ def data_dir(tmp_path):
 
 def test_prepare_writes_every_stage_and_reuses_them(data_dir, tmp_path):
     out, lines = tmp_path / "prepared", []
-    first = prepare_pretraining_data("local", data_dir, out, log=lines.append, **OPTIONS)
+    first = prepare_pretraining_data(settings(data_dir, out), log=lines.append, progress=False)
     assert first.reused == {"corpus": False, "tokenizer": False, "examples": False}
     printed = "\n".join(lines)
     assert "valid.txt" in printed and "sha256" in printed and "(MISMATCH)" in printed
@@ -83,12 +89,12 @@ def test_prepare_writes_every_stage_and_reuses_them(data_dir, tmp_path):
     assert batch["input_word_ids"].shape == (4, 32)
     assert int(batch["input_word_ids"].numpy().max()) < 120
 
-    again = prepare_pretraining_data("local", data_dir, out, log=lines.append, **OPTIONS)
+    again = prepare_pretraining_data(settings(data_dir, out), log=lines.append, progress=False)
     assert again.reused == {"corpus": True, "tokenizer": True, "examples": True}
     assert again.manifest == first.manifest
 
     longer = prepare_pretraining_data(
-        "local", data_dir, out, log=lines.append, **{**OPTIONS, "seq_length": 48}
+        settings(data_dir, out, seq_length=48), log=lines.append, progress=False
     )
     assert longer.reused == {"corpus": True, "tokenizer": True, "examples": False}
     assert read_manifest(out / "examples")["seq_length"] == 48
@@ -123,22 +129,16 @@ def test_prepare_with_a_given_vocab_file(data_dir, tmp_path):
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "."] + WORDS
     (tmp_path / "vocab.txt").write_text("\n".join(vocab) + "\n")
     prepared = prepare_pretraining_data(
-        "local",
-        data_dir,
-        tmp_path / "p",
-        include_sst2=False,
-        vocab_file=tmp_path / "vocab.txt",
+        settings(data_dir, tmp_path / "p", include_sst2=False, vocab_file=tmp_path / "vocab.txt"),
         log=lambda _: None,
-        **OPTIONS,
+        progress=False,
     )
     assert load_tokenizer(prepared.tokenizer_dir).vocab == tuple(vocab)
     with pytest.raises(DataError, match="heldout_fraction"):
         prepare_pretraining_data(
-            "local",
-            data_dir,
-            tmp_path / "q",
+            settings(data_dir, tmp_path / "q", heldout_fraction=0.0),
             log=lambda _: None,
-            **{**OPTIONS, "heldout_fraction": 0.0},
+            progress=False,
         )
 
 
@@ -149,23 +149,23 @@ def test_a_given_vocab_does_not_stay_in_a_shared_cache_under_the_trained_ones_re
     vocabulary, then trained again: each run gets the tokenizer it asked for."""
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "."] + WORDS
     (tmp_path / "vocab.txt").write_text("\n".join(vocab) + "\n")
-    out, quiet = tmp_path / "shared", {"log": lambda _: None}
-    trained = prepare_pretraining_data("local", data_dir, out, **quiet, **OPTIONS)
+    out, quiet = tmp_path / "shared", {"log": lambda _: None, "progress": False}
+    trained = prepare_pretraining_data(settings(data_dir, out), **quiet)
     trained_vocab = load_tokenizer(trained.tokenizer_dir).vocab
     given = prepare_pretraining_data(
-        "local", data_dir, out, vocab_file=tmp_path / "vocab.txt", **quiet, **OPTIONS
+        settings(data_dir, out, vocab_file=tmp_path / "vocab.txt"), **quiet
     )
     assert given.reused["tokenizer"] is False
     assert load_tokenizer(given.tokenizer_dir).vocab == tuple(vocab)
     assert read_manifest(given.examples_dir)["vocab_size"] == len(vocab)
-    again = prepare_pretraining_data("local", data_dir, out, **quiet, **OPTIONS)
+    again = prepare_pretraining_data(settings(data_dir, out), **quiet)
     assert again.reused["tokenizer"] is False  # retrained, not "reused"
     assert load_tokenizer(again.tokenizer_dir).vocab == trained_vocab != tuple(vocab)
     assert (
         read_manifest(again.examples_dir)["key"]["tokenizer_sha256"]
         == load_tokenizer(again.tokenizer_dir).sha256
     )
-    same = prepare_pretraining_data("local", data_dir, out, **quiet, **OPTIONS)
+    same = prepare_pretraining_data(settings(data_dir, out), **quiet)
     assert same.reused == {"corpus": True, "tokenizer": True, "examples": True}
 
 
@@ -185,10 +185,10 @@ def test_a_cache_held_by_another_run_is_waited_for_then_refused_naming_it(
             match=rf"{out} is in use by another run \(pid {os.getpid()} on .*\): wait for it "
             r"to finish, or give this one another directory \(data.cache_dir\)",
         ):
-            prepare_pretraining_data("local", data_dir, out, log=lambda _: None, **OPTIONS)
+            prepare_pretraining_data(settings(data_dir, out), log=lambda _: None, progress=False)
         assert time.monotonic() - start >= 1.0  # it waited its turn first
     assert sorted(p.name for p in out.iterdir()) == [".lock"]
-    prepared = prepare_pretraining_data("local", data_dir, out, log=lambda _: None, **OPTIONS)
+    prepared = prepare_pretraining_data(settings(data_dir, out), log=lambda _: None, progress=False)
     assert prepared.reused == {"corpus": False, "tokenizer": False, "examples": False}
 
 
@@ -201,7 +201,11 @@ def test_a_data_section_reaches_preparation_field_by_field(monkeypatch):
     from mbert_lib.experiment import DataSection
 
     seen = {}
-    monkeypatch.setattr(prepare_module, "prepare_pretraining_data", lambda **kw: seen.update(kw))
+    monkeypatch.setattr(
+        prepare_module,
+        "prepare_pretraining_data",
+        lambda settings, **kw: seen.update(dataclasses.asdict(settings), **kw),
+    )
     section = DataSection(
         source="local",
         data_dir="/d",

@@ -30,7 +30,7 @@ def test_int8_errors_are_the_frobenius_ratio_and_the_logits_are_the_deployed_one
     )
     got = TFLiteModel(flatbuffer).predict(FEATURES)
     deployed = tflite.convert(
-        classifier, "int8", T, 1, representative_dataset(CALIBRATION), int8_mask_penalty=c
+        classifier, "int8", T, 1, tflite.Int8Options(representative_dataset(CALIBRATION), c)
     )
     # outputs in the middle change how the converter fuses the ops beside them: a few
     # int8 steps of the logits, no more

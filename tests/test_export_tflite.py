@@ -62,7 +62,7 @@ def exported():
                 MODELS[name][0],
                 precision,
                 T,
-                representative_dataset=representative_dataset(CALIBRATION),
+                int8=tflite.Int8Options(representative_dataset(CALIBRATION)),
             )
     return out
 

@@ -13,7 +13,7 @@ import tf_keras
 import mbert_lib  # noqa: F401
 from mbert_lib import build_classifier, get_preset
 from mbert_lib.export import evaluate, tflite
-from mbert_lib.export.representative import random_features
+from mbert_lib.export.representative import random_features, representative_dataset
 
 pytestmark = pytest.mark.slow  # trains, converts or runs a pipeline: `-m "not slow"` skips it
 
@@ -54,11 +54,12 @@ def records(tmp_path_factory):
             step(
                 {k: v[start : start + 32] for k, v in train_x.items()}, train_y[start : start + 32]
             )
+    calibration = representative_dataset(train_x, limit=200)
     result = evaluate.evaluate_precisions(
         model,
         test_x,
         test_y,
-        calibration=train_x,
+        int8=tflite.Int8Options(calibration),
         workdir=tmp_path_factory.mktemp("acc"),
         num_threads=1,
         name="toy",
@@ -67,12 +68,11 @@ def records(tmp_path_factory):
         model,
         test_x,
         test_y,
-        calibration=train_x,
+        int8=tflite.Int8Options(calibration, mask_penalty=None),
         workdir=tmp_path_factory.mktemp("exact"),
         precisions=("int8",),
         num_threads=1,
         name="toy",
-        int8_mask_penalty=None,
     )
     print(
         "\n"

@@ -12,7 +12,7 @@ import pytest
 import tf_keras
 
 from mbert_lib import get_preset
-from mbert_lib.bench import write_json
+from mbert_lib.bench import TimingPlan, write_json
 from mbert_lib.bench.keras_latency import (
     NORM_ACT_GRID,
     norm_act_latency,
@@ -55,8 +55,7 @@ def test_records_cover_the_grid_and_are_well_formed(tmp_path):
         batch_size=2,
         num_hidden_layers=1,
         jit_modes=(False, True),
-        repeats=2,
-        warmup=1,
+        timing=TimingPlan(repeats=2, warmup=1),
     )
     assert len(records) == 8
     assert {(r["normalization_type"], r["hidden_act"], r["jit"]) for r in records} == {

@@ -13,7 +13,7 @@ from mbert_lib.data.structured_task import symbol
 from mbert_lib.distill import losses
 from mbert_lib.lab import recipes
 from mbert_lib.lab.data import MODEL_INPUTS, LabExamples, make_examples
-from mbert_lib.lab.loop import StageRunner, StageSchedule
+from mbert_lib.lab.loop import Stage, StageRunner, StageSchedule
 from mbert_lib.lab.measure import evaluate, rule_attention_mass
 from mbert_lib.lab.recipes import AT_VARIANTS, LABELS, VARIANTS
 from mbert_lib.lab.run import (
@@ -68,7 +68,7 @@ def test_chunked_updates_equal_one_update_per_call_in_plain_python():
     runner = StageRunner(model, data, jit_compile=False)
     seen = []
     runner.run_stage(
-        "s", loss_fn(model), iter(order), 7, 0.1, seen.append, weights={"w": 2.0}, every=3
+        Stage("s", loss_fn(model), weights={"w": 2.0}), iter(order), 7, 0.1, seen.append, every=3
     )
     assert seen == [3, 6, 7]
 
@@ -166,14 +166,13 @@ def test_a_layer_stage_trains_its_own_block_alone():
     rows = iter([np.arange(6, dtype=np.int32)] * 3)
     weights = recipes.RECIPES["pkt"].layer_weights(100.0)
     runner.run_stage(
-        "layer0",
-        recipes.layer_loss(student, 0),
+        Stage(
+            "layer0", recipes.layer_loss(student, 0), recipes.stage_variables(student, 0), weights
+        ),
         rows,
         3,
         1e-2,
         None,
-        recipes.stage_variables(student, 0),
-        weights,
     )
     moved = {
         id(v) for v in student.trainable_variables if not np.array_equal(v.numpy(), before[id(v)])

@@ -117,13 +117,7 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
             elif w in on_stack:
                 low[v] = min(low[v], index[w])
         if low[v] == index[v]:
-            component = []
-            while True:
-                w = stack.pop()
-                on_stack.discard(w)
-                component.append(w)
-                if w == v:
-                    break
+            component = _pop_component(stack, on_stack, v)
             if len(component) > 1:
                 found.append(sorted(component))
 
@@ -131,6 +125,18 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
         if v not in index:
             visit(v)
     return found
+
+
+def _pop_component(stack: list[str], on_stack: set[str], root: str) -> list[str]:
+    """Pops Tarjan's stack down to `root` (inclusive), taking each off `on_stack`; returns
+    the popped modules, the strongly connected component of `root`, last pushed first."""
+    component = []
+    while True:
+        w = stack.pop()
+        on_stack.discard(w)
+        component.append(w)
+        if w == root:
+            return component
 
 
 GRAPH = import_graph()

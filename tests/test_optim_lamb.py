@@ -7,11 +7,14 @@ import tensorflow as tf
 import mbert_lib
 from mbert_lib.optim import Lamb, WarmupPolynomialDecay
 
+# Lamb's default β₁, β₂ and ε, the ones every test here runs with.
+B1, B2, EPS = 0.9, 0.999, 1e-6
 
-def numpy_lamb(
-    x, grads, lrs, decay, adapt, wd=0.01, b1=0.9, b2=0.999, eps=1e-6, bias_correction=True
-):
-    """Runs len(grads) LAMB updates of one variable x, written from the paper."""
+
+def numpy_lamb(x, grads, lrs, decay, adapt, wd=0.01, bias_correction=True):
+    """Runs len(grads) LAMB updates of one variable x, written from the paper (with Lamb's
+    default β₁ = B1, β₂ = B2, ε = EPS); returns x after them, float64."""
+    b1, b2, eps = B1, B2, EPS
     x = np.array(x, np.float64)
     m, v = np.zeros_like(x), np.zeros_like(x)
     for t, (g, lr) in enumerate(zip(grads, lrs), start=1):

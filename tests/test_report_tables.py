@@ -6,7 +6,7 @@ import pytest
 from scipy import stats
 
 from mbert_lib import paper
-from mbert_lib.report import build_markdown, load_records, run, section_status
+from mbert_lib.report import ReportRun, build_markdown, load_records, run, section_status
 from mbert_lib.report.markdown import table
 from mbert_lib.tables import speed_size, sst2_finetuning, tables8_9_transfer
 from mbert_lib.tables.table6_quantization import table6_with_targets
@@ -41,10 +41,12 @@ def _markdown(records):
     return build_markdown(
         records,
         MACHINE,
-        preset="laptop",
-        budget_minutes=45,
-        command_line="python -m mbert_lib reproduce",
-        source="runs/laptop",
+        ReportRun(
+            preset="laptop",
+            budget_minutes=45,
+            command_line="python -m mbert_lib reproduce",
+            source="runs/laptop",
+        ),
     )
 
 
@@ -178,11 +180,13 @@ def test_missing_steps_say_not_run(tmp_path):
     text = build_markdown(
         records,
         MACHINE,
-        preset="smoke",
-        budget_minutes=3,
-        command_line="c",
-        source="s",
-        pipeline=["data", "teacher", "finetune"],
+        ReportRun(
+            preset="smoke",
+            budget_minutes=3,
+            command_line="c",
+            source="s",
+            steps=["data", "teacher", "finetune"],
+        ),
     )
     assert "partial: 2 step(s) of the pipeline have not run (teacher, finetune)" in text
     status = section_status(text)
@@ -280,11 +284,13 @@ def test_tables_8_9_over_pretraining_seeds_and_budget_without_optional_steps(tmp
     text = build_markdown(
         records,
         MACHINE,
-        preset="laptop",
-        budget_minutes=45,
-        command_line="c",
-        source="runs/laptop",
-        optional=["distill_seeds"],
+        ReportRun(
+            preset="laptop",
+            budget_minutes=45,
+            command_line="c",
+            source="runs/laptop",
+            optional=["distill_seeds"],
+        ),
     )
     counted = sum(r["seconds"] for k, r in records.items() if k != "distill_seeds") / 60
     assert f"**Total {counted:.1f} min**" in text

@@ -65,65 +65,90 @@ def param_breakdown(config: MobileBertConfig, heads: bool = False) -> pd.DataFra
     heads are added, summing to `count_params(build_pretrainer(config))`.
     """
     c = config
-    V, E, H, L = c.vocab_size, c.embedding_size, c.hidden_size, c.num_hidden_layers
-    w, qk_in, v_in = block_widths(c)
-    I, h = c.intermediate_size, c.intra_bottleneck_size
-    rows = []
+    rows = _embedding_rows(c) + _block_rows(c)
+    if c.classifier_activation:
+        H = c.hidden_size
+        rows.append(_row("pooler", "pooler (dense + tanh)", "H·H + H", H * H + H))
+    if heads:
+        rows += _head_rows(c)
+    return pd.DataFrame(rows)
 
-    def add(group, component, formula, each, count=1):
-        rows.append(
-            {
-                "group": group,
-                "component": component,
-                "formula": formula,
-                "each": int(each),
-                "count": int(count),
-                "total": int(each) * int(count),
-            }
-        )
 
-    add("embedding", "token table", "V·E", V * E)
+def _row(group: str, component: str, formula: str, each, count=1) -> dict:
+    """One row of `param_breakdown`: its columns, total = each · count."""
+    return {
+        "group": group,
+        "component": component,
+        "formula": formula,
+        "each": int(each),
+        "count": int(count),
+        "total": int(each) * int(count),
+    }
+
+
+def _embedding_rows(c: MobileBertConfig) -> list[dict]:
+    """The embedding's rows: token table, projection (if any), position and token-type
+    tables, norm."""
+    V, E, H = c.vocab_size, c.embedding_size, c.hidden_size
+    rows = [_row("embedding", "token table", "V·E", V * E)]
     d_in = embedding_input_width(c)
     if d_in is not None:
-        add(
-            "embedding",
-            "trigram projection" if c.trigram_input else "embedding projection",
-            ("3E" if c.trigram_input else "E") + "·H + H",
-            d_in * H + H,
+        rows.append(
+            _row(
+                "embedding",
+                "trigram projection" if c.trigram_input else "embedding projection",
+                ("3E" if c.trigram_input else "E") + "·H + H",
+                d_in * H + H,
+            )
         )
-    add("embedding", "position table", "P·H", c.max_position_embeddings * H)
-    add("embedding", "token-type table", "S·H", c.type_vocab_size * H)
-    add("embedding", "embedding norm", "2H", 2 * H)
+    rows.append(_row("embedding", "position table", "P·H", c.max_position_embeddings * H))
+    rows.append(_row("embedding", "token-type table", "S·H", c.type_vocab_size * H))
+    rows.append(_row("embedding", "embedding norm", "2H", 2 * H))
+    return rows
 
+
+def _block_rows(c: MobileBertConfig) -> list[dict]:
+    """The rows of the L blocks' components (count L each), in the block's order."""
+    H, L = c.hidden_size, c.num_hidden_layers
+    w, qk_in, v_in = block_widths(c)
+    I, h = c.intermediate_size, c.intra_bottleneck_size
     w_sym = "h" if c.use_bottleneck else "H"
     qk_sym = w_sym if qk_in == w else "H"
     v_sym = w_sym if v_in == w else "H"
+    rows = []
     if c.use_bottleneck:
-        add("block", "input bottleneck (linear in)", "H·h + h", H * h + h, L)
-        add("block", "input bottleneck norm", "2h", 2 * h, L)
+        rows.append(_row("block", "input bottleneck (linear in)", "H·h + h", H * h + h, L))
+        rows.append(_row("block", "input bottleneck norm", "2h", 2 * h, L))
     if c.key_query_shared_bottleneck:
-        add("block", "shared Q/K bottleneck", "H·h + h", H * h + h, L)
-        add("block", "shared Q/K bottleneck norm", "2h", 2 * h, L)
+        rows.append(_row("block", "shared Q/K bottleneck", "H·h + h", H * h + h, L))
+        rows.append(_row("block", "shared Q/K bottleneck norm", "2h", 2 * h, L))
     for name, d, sym in (("query", qk_in, qk_sym), ("key", qk_in, qk_sym), ("value", v_in, v_sym)):
-        add("block", name, f"{sym}·{w_sym} + {w_sym}", d * w + w, L)
-    add("block", "attention output", f"{w_sym}·{w_sym} + {w_sym}", w * w + w, L)
-    add("block", "attention norm", f"2{w_sym}", 2 * w, L)
+        rows.append(_row("block", name, f"{sym}·{w_sym} + {w_sym}", d * w + w, L))
+    rows.append(_row("block", "attention output", f"{w_sym}·{w_sym} + {w_sym}", w * w + w, L))
+    rows.append(_row("block", "attention norm", f"2{w_sym}", 2 * w, L))
     for k in range(c.num_feedforward_networks):
-        add("block", f"FFN {k} (W1, W2)", f"2·{w_sym}·I + I + {w_sym}", 2 * w * I + I + w, L)
-        add("block", f"FFN {k} norm", f"2{w_sym}", 2 * w, L)
+        rows.append(
+            _row("block", f"FFN {k} (W1, W2)", f"2·{w_sym}·I + I + {w_sym}", 2 * w * I + I + w, L)
+        )
+        rows.append(_row("block", f"FFN {k} norm", f"2{w_sym}", 2 * w, L))
     if c.use_bottleneck:
-        add("block", "output bottleneck (linear out)", "h·H + H", h * H + H, L)
-        add("block", "output bottleneck norm", "2H", 2 * H, L)
-    if c.classifier_activation:
-        add("pooler", "pooler (dense + tanh)", "H·H + H", H * H + H)
-    if heads:
-        add("mlm_head", "MLM transform", "H·H + H", H * H + H)
-        add("mlm_head", "MLM transform LayerNorm", "2H", 2 * H)
-        if H > E:
-            add("mlm_head", "extra_output_weights", "V·(H − E)", V * (H - E))
-        add("mlm_head", "MLM output bias", "V", V)
-        add("nsp_head", "NSP classifier", "2H + 2", 2 * H + 2)
-    return pd.DataFrame(rows)
+        rows.append(_row("block", "output bottleneck (linear out)", "h·H + H", h * H + H, L))
+        rows.append(_row("block", "output bottleneck norm", "2H", 2 * H, L))
+    return rows
+
+
+def _head_rows(c: MobileBertConfig) -> list[dict]:
+    """The pre-training heads' rows: the MLM head's, then the NSP classifier's."""
+    V, E, H = c.vocab_size, c.embedding_size, c.hidden_size
+    rows = [
+        _row("mlm_head", "MLM transform", "H·H + H", H * H + H),
+        _row("mlm_head", "MLM transform LayerNorm", "2H", 2 * H),
+    ]
+    if H > E:
+        rows.append(_row("mlm_head", "extra_output_weights", "V·(H − E)", V * (H - E)))
+    rows.append(_row("mlm_head", "MLM output bias", "V", V))
+    rows.append(_row("nsp_head", "NSP classifier", "2H + 2", 2 * H + 2))
+    return rows
 
 
 def param_total(config: MobileBertConfig, pooler: bool = True, heads: bool = False) -> int:

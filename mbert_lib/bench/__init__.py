@@ -4,6 +4,12 @@
 interleaved comparisons); one module per kind of benchmark sits beside it.
 """
 
-from mbert_lib.bench.timing import Timing, interleaved_timings, time_callable, write_json
+from mbert_lib.bench.timing import (
+    Timing,
+    TimingPlan,
+    interleaved_timings,
+    time_callable,
+    write_json,
+)
 
-__all__ = ["Timing", "interleaved_timings", "time_callable", "write_json"]
+__all__ = ["Timing", "TimingPlan", "interleaved_timings", "time_callable", "write_json"]

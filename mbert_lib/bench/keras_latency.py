@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 import tensorflow as tf
 import tf_keras
 
-from mbert_lib.bench.timing import interleaved_timings
+from mbert_lib.bench.timing import TimingPlan, interleaved_timings
 from mbert_lib.config import NORMALIZATION_TYPES, MobileBertConfig
 from mbert_lib.models import MobileBertEncoder, build_encoder
 
@@ -39,6 +39,7 @@ NORM_ACT_GRID = (
 # variants, slower for others, from run to run) and it compiles once per
 # input shape. Notebook 01 times both in every run and prints which won.
 DEFAULT_JIT_COMPILE = False
+DEFAULT_TIMING = TimingPlan(repeats=20, warmup=3)  # norm_act_latency's
 
 
 @dataclasses.dataclass
@@ -184,18 +185,18 @@ def norm_act_latency(
     batch_size: int = 1,
     num_hidden_layers: int | None = None,
     jit_modes: Sequence[bool] = (DEFAULT_JIT_COMPILE,),
-    repeats: int = 20,
-    warmup: int = 3,
+    timing: TimingPlan = DEFAULT_TIMING,
     seed: int = 0,
 ) -> list[dict]:
-    """Paper Table 7 on this CPU: builds the four encoders and times them interleaved.
+    """Paper Table 7 on this CPU: builds the four encoders and times them interleaved
+    (`timing`: each variant's warm-up and timed calls); the records of `time_variants`.
 
     `model` names the base config in the records (e.g. "mobilebert").
     """
     variants = norm_act_variants(
         base_config, seq_length, batch_size, num_hidden_layers, jit_modes, seed=seed
     )
-    return time_variants(variants, model, repeats, warmup)
+    return time_variants(variants, model, timing.repeats, timing.warmup)
 
 
 def op_latency(

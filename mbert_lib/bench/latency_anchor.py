@@ -12,6 +12,7 @@ ours / anchor of each round (below 1: ours is faster) and the median of those ra
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -25,7 +26,7 @@ import tensorflow as tf
 from mbert_lib import atomic
 from mbert_lib.bench import tflite_latency
 from mbert_lib.bench.anchor import AnchorError, check_anchor, run_anchor_command
-from mbert_lib.bench.timing import interleaved_timings
+from mbert_lib.bench.timing import TimingPlan, interleaved_timings
 from mbert_lib.config import MobileBertConfig
 from mbert_lib.export import tflite
 from mbert_lib.export.interpreter import TFLiteModel
@@ -37,6 +38,20 @@ EXPORT_SCRIPT = (
     Path(__file__).resolve().parents[2] / "experiments" / "tf_models_anchor" / "export_encoder.py"
 )
 SIDES = ("ours", "tf_models")
+
+
+@dataclasses.dataclass(frozen=True)
+class ComparisonPlan:
+    """What `run_comparison` times: preset-shaped `model` ("mobilebert", ...) at each of
+    `precisions` and `threads`, inputs [1, seq_length], in `rounds` rounds, each with
+    `timing`'s warm-up and timed calls of every case."""
+
+    model: str
+    precisions: Sequence[str]
+    threads: Sequence[int]
+    seq_length: int
+    rounds: int
+    timing: TimingPlan
 
 
 def anchor_savedmodel(
@@ -93,30 +108,24 @@ def convert_savedmodel(saved: str | os.PathLike, path: str | os.PathLike, precis
 
 
 def time_rounds(
-    files: dict[tuple[str, str], str],
-    vocab_size: int,
-    seq_length: int,
-    threads: Sequence[int],
-    rounds: int,
-    repeats: int,
-    warmup: int,
-    log=print,
+    files: dict[tuple[str, str], str], vocab_size: int, plan: ComparisonPlan, log=print
 ) -> list[dict[str, dict]]:
-    """Each round times every (side, precision, threads) case interleaved.
+    """Each of the plan's rounds times every (side, precision, threads) case interleaved.
 
     files: {(side, precision): .tflite path}. Every case gets the same inputs
-    ([1, seq_length], no padding). Returns per round {"side/precision/threads":
+    ([1, plan.seq_length], no padding). Returns per round {"side/precision/threads":
     {"median_ms", "min_ms"}}; a fresh interpreter per case and round.
     """
 
+    rounds, repeats, warmup = plan.rounds, plan.timing.repeats, plan.timing.warmup
     if rounds < 1:
         raise ValueError(f"rounds must be >= 1, got {rounds}")
-    features = random_features(1, seq_length, vocab_size, pad_fraction=0.0)
+    features = random_features(1, plan.seq_length, vocab_size, pad_fraction=0.0)
     out = []
     for r in range(rounds):
         runners = {}
         for (side, precision), path in files.items():
-            for n in threads:
+            for n in plan.threads:
                 model = TFLiteModel(path, num_threads=n)
                 runners[f"{side}/{precision}/{n}"] = lambda m=model: m.runner(**features)
         log(f"round {r + 1}/{rounds}: {len(runners)} cases, {warmup} warm-up + {repeats} timed")
@@ -170,18 +179,12 @@ def format_comparison(rows: Sequence[dict]) -> str:
 
 def run_comparison(
     python: str | os.PathLike,
-    model: str,
-    precisions: Sequence[str],
-    threads: Sequence[int],
-    seq_length: int,
-    rounds: int,
-    repeats: int,
-    warmup: int,
+    plan: ComparisonPlan,
     workdir: str | os.PathLike,
     log=print,
     script: str | os.PathLike = EXPORT_SCRIPT,
 ) -> dict:
-    """Ours and tf-models' encoder of preset-shaped `model` ("mobilebert", ...), same run.
+    """Ours and tf-models' encoder of the plan's preset-shaped model, same run.
 
     Returns {"model", "seq_length", "threads", "precisions", "rounds", "repeats",
     "warmup", "hardware", "load_average_start", "load_average_end", "anchor" (params,
@@ -190,6 +193,7 @@ def run_comparison(
     AnchorError when the anchor fails or its encoder has another number of weights.
     """
 
+    model, seq_length = plan.model, plan.seq_length
     config, baseline = tflite_latency.MODELS[model]
     if baseline is None or not (config.trigram_input and config.use_bottleneck):
         raise ValueError(
@@ -208,35 +212,18 @@ def run_comparison(
             f"not the same model: our {model} encoder has {params:,} weights, "
             f"tf-models' {info['params']:,}"
         )
-    files: dict[tuple[str, str], str] = {}
-    for precision in precisions:
-        variant = tflite_latency.Variant(model, config, precision)
-        log(f"export ours {variant.key} and tf-models' {precision} ...")
-        files[("ours", precision)] = tflite_latency.export_variant(variant, workdir, seq_length)[
-            "path"
-        ]
-        anchor_path = Path(saved).with_name(f"{Path(saved).name}_{precision}.tflite")
-        if not anchor_path.is_file():
-            convert_savedmodel(saved, anchor_path, precision)
-        files[("tf_models", precision)] = os.fspath(anchor_path)
-    per_round = time_rounds(
-        files, config.vocab_size, seq_length, threads, rounds, repeats, warmup, log
-    )
-    described = {side: {} for side in SIDES}
-    for (side, precision), path in files.items():
-        described[side][precision] = {
-            "size_bytes": os.path.getsize(path),
-            "op_counts": dict(sorted(TFLiteModel(path, num_threads=1).op_counts().items())),
-        }
+    files = _export_both(plan, config, saved, workdir, log)
+    per_round = time_rounds(files, config.vocab_size, plan, log)
+    described = _describe_files(files)
     return {
         "model": model,
         "seq_length": seq_length,
         "batch_size": 1,
-        "threads": list(threads),
-        "precisions": list(precisions),
-        "rounds": rounds,
-        "repeats": repeats,
-        "warmup": warmup,
+        "threads": list(plan.threads),
+        "precisions": list(plan.precisions),
+        "rounds": plan.rounds,
+        "repeats": plan.timing.repeats,
+        "warmup": plan.timing.warmup,
         "encoder_params": params,
         "hardware": cpu_info(),
         "load_average_start": load_start,
@@ -246,3 +233,33 @@ def run_comparison(
         "per_round": per_round,
         "comparison": compare(per_round),
     }
+
+
+def _export_both(
+    plan: ComparisonPlan, config: MobileBertConfig, saved: Path, workdir, log
+) -> dict[tuple[str, str], str]:
+    """Our encoder and the anchor's SavedModel `saved` at each of the plan's precisions
+    (each file reused if there); returns {(side, precision): .tflite path}."""
+    files: dict[tuple[str, str], str] = {}
+    for precision in plan.precisions:
+        variant = tflite_latency.Variant(plan.model, config, precision)
+        log(f"export ours {variant.key} and tf-models' {precision} ...")
+        files[("ours", precision)] = tflite_latency.export_variant(
+            variant, workdir, plan.seq_length
+        )["path"]
+        anchor_path = Path(saved).with_name(f"{Path(saved).name}_{precision}.tflite")
+        if not anchor_path.is_file():
+            convert_savedmodel(saved, anchor_path, precision)
+        files[("tf_models", precision)] = os.fspath(anchor_path)
+    return files
+
+
+def _describe_files(files: dict[tuple[str, str], str]) -> dict[str, dict]:
+    """{side: {precision: {"size_bytes", "op_counts"}}} of the exported files."""
+    described = {side: {} for side in SIDES}
+    for (side, precision), path in files.items():
+        described[side][precision] = {
+            "size_bytes": os.path.getsize(path),
+            "op_counts": dict(sorted(TFLiteModel(path, num_threads=1).op_counts().items())),
+        }
+    return described

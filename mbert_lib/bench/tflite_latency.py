@@ -33,7 +33,7 @@ import tensorflow as tf
 import tf_keras
 
 from mbert_lib import paper
-from mbert_lib.bench.timing import interleaved_timings
+from mbert_lib.bench.timing import TimingPlan, interleaved_timings
 from mbert_lib.config import MobileBertConfig, get_preset
 from mbert_lib.export import onnx, tflite
 from mbert_lib.export.interpreter import TFLiteModel
@@ -50,6 +50,7 @@ _TINY_BERT = MobileBertConfig(
     type_vocab_size=2,
 )
 
+DEFAULT_TIMING = TimingPlan(repeats=30, warmup=5)  # measure's
 # name -> (config, name of the BERT baseline it is compared with, or None for a baseline)
 MODELS: dict[str, tuple[MobileBertConfig, str | None]] = {
     "mobilebert": (get_preset("mobilebert"), "bert_base"),
@@ -164,16 +165,15 @@ def measure(
     workdir: str,
     seq_length: int = 128,
     threads: Sequence[int] = (1, 2),
-    repeats: int = 30,
-    warmup: int = 5,
+    timing: TimingPlan = DEFAULT_TIMING,
     log=print,
     onnxruntime: bool = False,
     onnxruntime_spinning: bool = True,
 ) -> list[dict]:
-    """Exports every variant, then times all (variant, threads) cases interleaved; with
-    `onnxruntime`, each fp32 and dynamic_int8 variant also as ONNX run by ONNX Runtime,
-    in the same rounds (its threads spinning between runs, its default, unless
-    `onnxruntime_spinning` is False).
+    """Exports every variant, then times all (variant, threads) cases interleaved, each
+    with `timing`'s warm-up and timed calls; with `onnxruntime`, each fp32 and
+    dynamic_int8 variant also as ONNX run by ONNX Runtime, in the same rounds (its
+    threads spinning between runs, its default, unless `onnxruntime_spinning` is False).
 
     Returns one record per case: runtime ("litert" or "onnxruntime"), model,
     normalization_type, hidden_act, precision, threads, seq_length, batch_size,
@@ -217,18 +217,21 @@ def measure(
                     "relative_error_vs_keras": relative_error(model.runner(**f), done["keras"]),
                     "op_counts": dict(sorted(model.op_counts().items())),
                 }
-    log(f"timing {len(runners)} cases interleaved: {warmup} warm-up + {repeats} timed rounds")
-    timings = interleaved_timings(runners, repeats=repeats, warmup=warmup)
+    log(
+        f"timing {len(runners)} cases interleaved: {timing.warmup} warm-up + "
+        f"{timing.repeats} timed rounds"
+    )
+    timings = interleaved_timings(runners, repeats=timing.repeats, warmup=timing.warmup)
     load = round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None
     records = []
-    for case, timing in timings.items():
+    for case, t in timings.items():
         records.append(
             {
                 **meta[case],
-                "median_ms": round(timing.median_ms, 3),
-                "min_ms": round(timing.min_ms, 3),
-                "max_ms": round(timing.max_ms, 3),
-                "repeats": timing.repeats,
+                "median_ms": round(t.median_ms, 3),
+                "min_ms": round(t.min_ms, 3),
+                "max_ms": round(t.max_ms, 3),
+                "repeats": t.repeats,
                 "load_1min": load,
             }
         )

@@ -33,6 +33,15 @@ class Timing:
         return cls(statistics.median(samples_ms), min(samples_ms), max(samples_ms), len(samples_ms))
 
 
+@dataclasses.dataclass(frozen=True)
+class TimingPlan:
+    """How often every timed case is called: `warmup` times untimed, then `repeats` times
+    timed (the counts of `time_callable` and `interleaved_timings`)."""
+
+    repeats: int
+    warmup: int
+
+
 def time_callable(fn: Callable[[], object], repeats: int = 20, warmup: int = 3) -> Timing:
     """Calls `fn` `warmup` times untimed, then `repeats` times timed.
 

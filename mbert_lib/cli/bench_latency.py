@@ -82,7 +82,7 @@ def _split(text: str) -> list[str]:
 def run(args) -> int:
 
     # on use: building the parser (--help) must not load TensorFlow
-    from mbert_lib.bench import tflite_latency, write_json
+    from mbert_lib.bench import TimingPlan, tflite_latency, write_json
 
     if args.models is None:
         args.models = "mobilebert" if args.anchor_python else "mobilebert,bert_base"
@@ -125,8 +125,7 @@ def run(args) -> int:
         workdir,
         args.seq_length,
         threads,
-        args.repeats,
-        args.warmup,
+        TimingPlan(args.repeats, args.warmup),
         onnxruntime=args.onnxruntime,
     )
     write_json(records, args.json)
@@ -137,24 +136,22 @@ def run(args) -> int:
 
 def _run_with_anchor(args, models, precisions, threads, workdir) -> int:
     # on use: building the parser (--help) must not load TensorFlow
-    from mbert_lib.bench import latency_anchor
+    from mbert_lib.bench import TimingPlan, latency_anchor
 
     if len(models) != 1:
         raise CommandError(
             f"--anchor_python compares one model, got --models {args.models!r} "
             "(e.g. --models mobilebert)"
         )
-    result = latency_anchor.run_comparison(
-        args.anchor_python,
+    plan = latency_anchor.ComparisonPlan(
         models[0],
         precisions,
         threads,
         args.seq_length,
         DEFAULT_ROUNDS if args.rounds is None else args.rounds,
-        args.repeats,
-        args.warmup,
-        workdir,
+        TimingPlan(args.repeats, args.warmup),
     )
+    result = latency_anchor.run_comparison(args.anchor_python, plan, workdir)
     atomic.write_text(args.json, json.dumps(result, indent=2, allow_nan=False) + "\n")
     print(latency_anchor.format_comparison(result["comparison"]))
     print(f"wrote {args.json}")

@@ -95,9 +95,42 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     # on use: building the parser (--help) must not load TensorFlow
     from mbert_lib.checkpoints import load_config, load_model
-    from mbert_lib.convert.hf import vocab_beside
-    from mbert_lib.export import inference, representative, tflite, tflite_metadata
+    from mbert_lib.export import tflite, tflite_metadata
 
+    _check_arguments(args)
+    labels = _metadata_labels(args) if args.metadata else None
+    config = load_config(
+        args.checkpoint, MobileBertConfig.from_json_file(args.config) if args.config else None
+    )
+    if args.seq_length > config.max_position_embeddings:
+        raise CommandError(
+            f"--seq_length {args.seq_length} exceeds max_position_embeddings "
+            f"= {config.max_position_embeddings} of the model's config"
+        )
+    penalty = _mask_penalty(args.int8_mask_penalty)
+    dataset = _calibration_dataset(args, config) if args.precision == "int8" else None
+    model = load_model(args.checkpoint, args.model, config)
+    export = dict(
+        int8=tflite.Int8Options(dataset, penalty),
+        dynamic_shape=args.dynamic_shape,
+        probabilities=args.metadata,
+    )
+    size = _write_tflite(args, model, labels, export)
+    shape = "[any, any]" if args.dynamic_shape else f"[1, {args.seq_length}]"
+    what = (
+        f"classifier of {list(labels.names)} with BertNLClassifier metadata"
+        if args.metadata
+        else args.model
+    )
+    print(f"wrote {args.output}: {what}, {args.precision}, inputs {shape}, {size / 1e6:.2f} MB")
+    if args.metadata:
+        print(f"note: {tflite_metadata.ACCENTS_NOTE}")
+    return 0
+
+
+def _check_arguments(args) -> None:
+    """Raises CommandError for arguments that are wrong on their own or together, before
+    anything is read."""
     if args.seq_length < 1:
         raise CommandError(f"--seq_length must be positive, got {args.seq_length}")
     if os.path.isdir(args.output):
@@ -112,77 +145,73 @@ def run(args) -> int:
         )
     if args.metadata_python and not args.metadata:
         raise CommandError("--metadata_python is for --metadata")
-    if args.metadata:
-        labels = _metadata_labels(args)
-    config = load_config(
-        args.checkpoint, MobileBertConfig.from_json_file(args.config) if args.config else None
-    )
-    if args.seq_length > config.max_position_embeddings:
+
+
+def _mask_penalty(text: str) -> float | None:
+    """The --int8_mask_penalty value: None for 'none', else the checked number;
+    CommandError if it is neither."""
+    # on use: building the parser (--help) must not load TensorFlow
+    from mbert_lib.export import inference
+
+    if text.lower() == "none":
+        return None
+    try:
+        penalty = float(text)
+    except ValueError:
         raise CommandError(
-            f"--seq_length {args.seq_length} exceeds max_position_embeddings "
-            f"= {config.max_position_embeddings} of the model's config"
-        )
-    dataset = None
-    if args.int8_mask_penalty.lower() == "none":
-        penalty = None
-    else:
+            f"--int8_mask_penalty must be a number or 'none', got {text!r}"
+        ) from None
+    inference.check_mask_penalty(penalty, "--int8_mask_penalty")
+    return penalty
+
+
+def _calibration_dataset(args, config: MobileBertConfig):
+    """The int8 representative dataset: --calibration's examples, or random ids with
+    --random_calibration; CommandError without either or for a file that does not fit."""
+    # on use: building the parser (--help) must not load TensorFlow
+    from mbert_lib.export import representative
+
+    if args.calibration:
         try:
-            penalty = float(args.int8_mask_penalty)
-        except ValueError:
-            raise CommandError(
-                f"--int8_mask_penalty must be a number or 'none', got {args.int8_mask_penalty!r}"
-            ) from None
-        inference.check_mask_penalty(penalty, "--int8_mask_penalty")
-    if args.precision == "int8":
-        if args.calibration:
-            try:
-                features = representative.load_features(args.calibration, args.seq_length)
-            except ValueError as e:
-                raise CommandError(f"--calibration {e}") from None
-        elif args.random_calibration:
-            features = representative.random_features(
-                args.calibration_limit, args.seq_length, config.vocab_size, config.type_vocab_size
-            )
-        else:
-            raise CommandError(
-                "--precision int8 needs --calibration FILE.npz "
-                "(or --random_calibration for a smoke test)"
-            )
-        dataset = representative.representative_dataset(features, args.calibration_limit)
-    model = load_model(args.checkpoint, args.model, config)
-    export = dict(
-        representative_dataset=dataset,
-        int8_mask_penalty=penalty,
-        dynamic_shape=args.dynamic_shape,
-        probabilities=args.metadata,
-    )
-    if args.metadata:
-        with tempfile.TemporaryDirectory(prefix="mbert_tflite_") as tmp:
-            plain = os.path.join(tmp, "model.tflite")
-            tflite.export_tflite(model, plain, args.precision, args.seq_length, **export)
-            tflite_metadata.write_metadata(
-                plain,
-                args.output,
-                vocab_beside(args.checkpoint),
-                labels.names,
-                name=f"MobileBERT {labels.task or 'text'} classifier",
-                description=f"{labels.task or 'text'} classifier fine-tuned with mbert_lib "
-                f"({args.precision}, {args.seq_length} tokens)",
-                python=args.metadata_python,
-            )
-        size = os.path.getsize(args.output)
+            features = representative.load_features(args.calibration, args.seq_length)
+        except ValueError as e:
+            raise CommandError(f"--calibration {e}") from None
+    elif args.random_calibration:
+        features = representative.random_features(
+            args.calibration_limit, args.seq_length, config.vocab_size, config.type_vocab_size
+        )
     else:
-        size = tflite.export_tflite(model, args.output, args.precision, args.seq_length, **export)
-    shape = "[any, any]" if args.dynamic_shape else f"[1, {args.seq_length}]"
-    what = (
-        f"classifier of {list(labels.names)} with BertNLClassifier metadata"
-        if args.metadata
-        else args.model
-    )
-    print(f"wrote {args.output}: {what}, {args.precision}, inputs {shape}, {size / 1e6:.2f} MB")
-    if args.metadata:
-        print(f"note: {tflite_metadata.ACCENTS_NOTE}")
-    return 0
+        raise CommandError(
+            "--precision int8 needs --calibration FILE.npz "
+            "(or --random_calibration for a smoke test)"
+        )
+    return representative.representative_dataset(features, args.calibration_limit)
+
+
+def _write_tflite(args, model, labels, export: dict) -> int:
+    """Writes --output: the converted model (`export`: export_tflite's keyword arguments),
+    with --metadata converted to a temporary file and packed with `labels` and the
+    vocabulary; returns the size of --output in bytes."""
+    # on use: building the parser (--help) must not load TensorFlow
+    from mbert_lib.convert.hf import vocab_beside
+    from mbert_lib.export import tflite, tflite_metadata
+
+    if not args.metadata:
+        return tflite.export_tflite(model, args.output, args.precision, args.seq_length, **export)
+    with tempfile.TemporaryDirectory(prefix="mbert_tflite_") as tmp:
+        plain = os.path.join(tmp, "model.tflite")
+        tflite.export_tflite(model, plain, args.precision, args.seq_length, **export)
+        tflite_metadata.write_metadata(
+            plain,
+            args.output,
+            vocab_beside(args.checkpoint),
+            labels.names,
+            name=f"MobileBERT {labels.task or 'text'} classifier",
+            description=f"{labels.task or 'text'} classifier fine-tuned with mbert_lib "
+            f"({args.precision}, {args.seq_length} tokens)",
+            python=args.metadata_python,
+        )
+    return os.path.getsize(args.output)
 
 
 def _metadata_labels(args):

@@ -2,12 +2,12 @@
 
 Pre-training, from text to batches:
 
-    prepared = prepare_pretraining_data(source="auto", data_dir=None)   # or the script
+    prepared = prepare_pretraining_data(PrepareSettings(source="auto"))   # or the script
     train = make_pretraining_dataset(prepared.examples_dir, batch_size=32)
     held_out = make_pretraining_dataset(prepared.examples_dir, 32, split="eval")
     check_model_compatibility(config, examples_dir=prepared.examples_dir)
 
-Sources (`source=`): "hub" (`datasets`, needs a network), "local" (a directory
+Sources (`PrepareSettings.source`): "hub" (`datasets`, needs a network), "local" (a directory
 in the original layouts, `--data-dir` / MBERT_DATA_DIR), "builtin" (the
 standard library's docstrings, `load_builtin_corpus()`), "auto" (local if a
 directory is known, else builtin). Modules, one idea each:
@@ -44,8 +44,17 @@ from mbert_lib.data.examples import (
     tokenize_documents,
 )
 from mbert_lib.data.glue import load_sst2, read_sst2_tsv
-from mbert_lib.data.pipeline import check_model_compatibility, make_pretraining_dataset
-from mbert_lib.data.prepare import PreparedData, prepare_data_section, prepare_pretraining_data
+from mbert_lib.data.pipeline import (
+    SplitReading,
+    check_model_compatibility,
+    make_pretraining_dataset,
+)
+from mbert_lib.data.prepare import (
+    PreparedData,
+    PrepareSettings,
+    prepare_data_section,
+    prepare_pretraining_data,
+)
 from mbert_lib.data.text import format_documents, parse_documents, split_sentences
 from mbert_lib.data.tfrecord import read_manifest, read_tfrecord, write_tfrecord
 from mbert_lib.data.tokenizer import (
@@ -75,7 +84,9 @@ __all__ = [
     "read_sst2_tsv",
     "check_model_compatibility",
     "make_pretraining_dataset",
+    "SplitReading",
     "PreparedData",
+    "PrepareSettings",
     "prepare_data_section",
     "prepare_pretraining_data",
     "format_documents",

@@ -15,6 +15,7 @@ restore its position (checkpoint the iterator, or `skip` the steps done).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
@@ -24,22 +25,37 @@ from mbert_lib.data.errors import DataError
 from mbert_lib.data.tfrecord import parse_batch, read_manifest
 
 
+@dataclasses.dataclass(frozen=True)
+class SplitReading:
+    """How `make_pretraining_dataset` reads a split: whether it shuffles, repeats forever
+    and drops the last partial batch. None takes the split's default: "train" does all
+    three, "eval" none (every example once, in order)."""
+
+    shuffle: bool | None = None
+    repeat: bool | None = None
+    drop_remainder: bool | None = None
+
+    def resolved(self, training: bool) -> SplitReading:
+        """This reading with every None replaced by the default of a training split
+        (`training`) or of another one."""
+        fields = (self.shuffle, self.repeat, self.drop_remainder)
+        return SplitReading(*(training if value is None else value for value in fields))
+
+
 def make_pretraining_dataset(
     examples_dir: str | os.PathLike,
     batch_size: int,
     *,
     split: str = "train",
-    shuffle: bool | None = None,
-    repeat: bool | None = None,
-    drop_remainder: bool | None = None,
+    reading: SplitReading = SplitReading(),
     seed: int = 0,
     shuffle_buffer: int = 10_000,
     rows: tuple[int, int] | None = None,
 ) -> tf.data.Dataset:
     """Batched examples of `split` ("train" or "eval", the held-out documents).
 
-    Defaults: "train" shuffles (with `seed`), repeats forever and drops the
-    last partial batch; "eval" reads every example once, in order.
+    Defaults (`reading`): "train" shuffles (with `seed`), repeats forever and drops
+    the last partial batch; "eval" reads every example once, in order.
     rows=(start, stop): only those rows of every batch of `batch_size` are parsed
     and yielded (one worker's slice of a global batch, mbert_lib.train.workers);
     the records are read, shuffled and batched as for the whole batches.
@@ -50,10 +66,8 @@ def make_pretraining_dataset(
         raise DataError(f"{examples_dir}: no split {split!r}; it has {sorted(manifest['files'])}")
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise DataError(f"batch_size must be a positive integer, got {batch_size!r}")
-    training = split == "train"
-    shuffle = training if shuffle is None else shuffle
-    repeat = training if repeat is None else repeat
-    drop_remainder = training if drop_remainder is None else drop_remainder
+    reading = reading.resolved(training=split == "train")
+    shuffle, repeat, drop_remainder = reading.shuffle, reading.repeat, reading.drop_remainder
     if drop_remainder and manifest["counts"][split] < batch_size:
         raise DataError(
             f"{examples_dir}: split {split!r} has {manifest['counts'][split]} "

@@ -68,6 +68,53 @@ class PreparedData:
         return load_tokenizer(self.tokenizer_dir)
 
 
+_EXAMPLES = ExampleConfig()  # the examples' defaults live there
+
+
+@dataclasses.dataclass(frozen=True)
+class PrepareSettings:
+    """What `prepare_pretraining_data` prepares, and where.
+
+    The corpus: `source`, `data_dir`, `wikitext_name`, `wikitext_splits` and
+    `include_sst2` (see `load_pretraining_corpus`), of which `heldout_fraction` of the
+    words are held out as whole documents. The tokenizer: the BERT vocab.txt
+    `vocab_file` if given (`vocab_size` is then ignored), else one of `vocab_size`
+    tokens trained on the text, lower-cased with `do_lower_case`. The examples: see
+    `ExampleConfig` (`seq_length` ... `seed`); the eval examples use `eval_dupe_factor`
+    passes and seed + 1. `output_dir`: default data/pretraining/<corpus> at the
+    repository root.
+    """
+
+    source: str = "auto"
+    data_dir: str | os.PathLike | None = None
+    output_dir: str | os.PathLike | None = None
+    wikitext_name: str = "wikitext-2"
+    wikitext_splits: Sequence[str] | None = None
+    include_sst2: bool = True
+    vocab_file: str | os.PathLike | None = None
+    vocab_size: int = 8192
+    do_lower_case: bool = True
+    seq_length: int = _EXAMPLES.seq_length
+    max_predictions_per_seq: int = _EXAMPLES.max_predictions_per_seq
+    masked_lm_prob: float = _EXAMPLES.masked_lm_prob
+    short_seq_prob: float = _EXAMPLES.short_seq_prob
+    dupe_factor: int = _EXAMPLES.dupe_factor
+    eval_dupe_factor: int = 1
+    heldout_fraction: float = 0.05
+    seed: int = _EXAMPLES.seed
+
+    def example_config(self) -> ExampleConfig:
+        """The train examples' ExampleConfig."""
+        return ExampleConfig(
+            self.seq_length,
+            self.max_predictions_per_seq,
+            self.masked_lm_prob,
+            self.short_seq_prob,
+            self.dupe_factor,
+            self.seed,
+        )
+
+
 def _write_if_changed(path: Path, text: str) -> bool:
     """Writes `text` atomically unless the file already holds it; True if written."""
     if path.is_file() and path.read_text(encoding="utf-8") == text:
@@ -114,56 +161,39 @@ def _tokenizer_stage(
 
 
 def prepare_pretraining_data(
-    source: str = "auto",
-    data_dir: str | os.PathLike | None = None,
-    output_dir: str | os.PathLike | None = None,
+    settings: PrepareSettings = PrepareSettings(),
     *,
-    wikitext_name: str = "wikitext-2",
-    wikitext_splits: Sequence[str] | None = None,
-    include_sst2: bool = True,
-    vocab_file: str | os.PathLike | None = None,
-    vocab_size: int = 8192,
-    do_lower_case: bool = True,
-    seq_length: int = 128,
-    max_predictions_per_seq: int = 20,
-    masked_lm_prob: float = 0.15,
-    short_seq_prob: float = 0.1,
-    dupe_factor: int = 10,
-    eval_dupe_factor: int = 1,
-    heldout_fraction: float = 0.05,
-    seed: int = 12345,
     hub_loader: Callable | None = None,
     log: Callable[[str], None] = print,
     progress: bool = True,
 ) -> PreparedData:
-    """Runs (or reuses) every stage and returns where the results are.
+    """Runs (or reuses) every stage of `settings` and returns where the results are.
 
-    Sources and their options: see `load_pretraining_corpus`. `vocab_file`
-    uses an existing BERT vocab.txt instead of training one (`vocab_size` is
-    then ignored). Example options: see `ExampleConfig`; the eval examples
-    use `eval_dupe_factor` passes and seed + 1.
+    hub_loader: see `load_pretraining_corpus`; log: where the stages report; progress:
+    progress bars while the examples are made.
     """
-    config = ExampleConfig(
-        seq_length, max_predictions_per_seq, masked_lm_prob, short_seq_prob, dupe_factor, seed
-    )
+    s = settings
+    config = s.example_config()
     seconds, reused = {}, {}
     start = time.perf_counter()
     corpus = load_pretraining_corpus(
-        source,
-        data_dir,
-        wikitext_name=wikitext_name,
-        wikitext_splits=wikitext_splits,
-        include_sst2=include_sst2,
+        s.source,
+        s.data_dir,
+        wikitext_name=s.wikitext_name,
+        wikitext_splits=s.wikitext_splits,
+        include_sst2=s.include_sst2,
         hub_loader=hub_loader,
     )
     log(corpus.describe())
     for file in corpus.files:
         file.warn_on_mismatch()
-    output_dir = Path(output_dir) if output_dir else DEFAULT_DATA_ROOT / "pretraining" / corpus.name
+    output_dir = (
+        Path(s.output_dir) if s.output_dir else DEFAULT_DATA_ROOT / "pretraining" / corpus.name
+    )
     # One writer per cache directory: two runs preparing different data into it at once
     # would mix their files (a corpus of one, the examples of the other).
     with run_lock(output_dir, "data.cache_dir", wait=CACHE_WAIT_SECONDS):
-        train_docs, heldout_docs = split_heldout(corpus.documents, heldout_fraction)
+        train_docs, heldout_docs = split_heldout(corpus.documents, s.heldout_fraction)
         train_text, heldout_text = format_documents(train_docs), format_documents(heldout_docs)
         written = [
             _write_if_changed(output_dir / "corpus" / name, text)
@@ -187,7 +217,7 @@ def prepare_pretraining_data(
         start = time.perf_counter()
         tokenizer_dir = output_dir / "tokenizer"
         tokenizer, reused["tokenizer"] = _tokenizer_stage(
-            tokenizer_dir, train_text, vocab_file, vocab_size, do_lower_case
+            tokenizer_dir, train_text, s.vocab_file, s.vocab_size, s.do_lower_case
         )
         seconds["tokenizer"] = time.perf_counter() - start
         log(
@@ -196,7 +226,7 @@ def prepare_pretraining_data(
         )
 
         start = time.perf_counter()
-        eval_config = dataclasses.replace(config, dupe_factor=eval_dupe_factor, seed=seed + 1)
+        eval_config = dataclasses.replace(config, dupe_factor=s.eval_dupe_factor, seed=s.seed + 1)
         key = {
             "examples": config.to_dict(),
             "eval_examples": eval_config.to_dict(),
@@ -215,8 +245,8 @@ def prepare_pretraining_data(
                 splits[split] = create_examples(docs, tokenizer, cfg, progress=progress)
             extra = {
                 "corpus": corpus.name,
-                "seq_length": seq_length,
-                "max_predictions_per_seq": max_predictions_per_seq,
+                "seq_length": s.seq_length,
+                "max_predictions_per_seq": s.max_predictions_per_seq,
                 "vocab_size": tokenizer.vocab_size,
                 "do_lower_case": tokenizer.do_lower_case,
                 "statistics": {s: example_statistics(a, tokenizer) for s, a in splits.items()},
@@ -231,7 +261,7 @@ def prepare_pretraining_data(
             size = (examples_dir / manifest["files"][split]).stat().st_size
             log(
                 f"{split}: {stats['examples']:,} examples, {stats['tokens']:,} tokens "
-                f"({stats['tokens'] / stats['examples'] / seq_length:.1%} of the slots filled), "
+                f"({stats['tokens'] / stats['examples'] / s.seq_length:.1%} of the slots filled), "
                 f"{stats['predictions'] / stats['maskable']:.1%} of the maskable tokens predicted, "
                 f"NSP random {stats['random_next'] / stats['examples']:.1%}, "
                 f"{size / 1e6:.1f} MB ({'reused' if reused['examples'] else 'written'})"
@@ -247,7 +277,7 @@ def prepare_data_section(
     (`mbert_lib.experiment.DataSection`), field by field: what trainers and the pipeline's
     data step call, so that a setting reaches the examples under one name.
     """
-    return prepare_pretraining_data(
+    settings = PrepareSettings(
         source=section.source,
         data_dir=section.data_dir,
         output_dir=section.cache_dir,
@@ -259,6 +289,5 @@ def prepare_data_section(
         masked_lm_prob=section.masked_lm_prob,
         dupe_factor=section.dupe_factor,
         seed=section.seed,
-        log=log,
-        progress=progress,
     )
+    return prepare_pretraining_data(settings, log=log, progress=progress)

@@ -16,9 +16,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from mbert_lib.export import tflite
-from mbert_lib.export.inference import DEFAULT_MASK_PENALTY
 from mbert_lib.export.interpreter import TFLiteModel
-from mbert_lib.export.representative import check_features, representative_dataset
+from mbert_lib.export.representative import check_features
 from mbert_lib.models import INPUT_NAMES
 
 
@@ -44,24 +43,22 @@ def evaluate_precisions(
     model,
     features: Mapping[str, np.ndarray],
     labels: np.ndarray,
-    calibration: Mapping[str, np.ndarray],
+    int8: tflite.Int8Options,
     workdir: str | os.PathLike,
     precisions: Sequence[str] = tflite.PRECISIONS,
     num_threads: int = 2,
-    calibration_limit: int = 200,
     name: str = "model",
-    int8_mask_penalty: float | None = DEFAULT_MASK_PENALTY,
 ) -> list[dict]:
     """One record per precision: accuracy through the interpreter vs Keras.
 
     model: a Classifier, e.g. `mbert_lib.checkpoints.load_classifier(path)`.
     features / labels: the labeled evaluation set ([n, T] arrays, [n] ints).
-    calibration: features for int8 calibration (use training sentences,
-    not the evaluation set). The .tflite files are written to
-    `workdir/{name}_{precision}.tflite`. A precision the converter cannot
-    produce gets a record with `error` set (naming the blocking ops) and no
-    accuracy, so one failure does not hide the other rows. int8_mask_penalty:
-    see `tflite.convert` (None exports int8 with the model's own -1e9 mask).
+    int8: the int8 precision's calibration set (`representative.representative_dataset`
+    of training sentences, not of the evaluation set) and its attention mask
+    (`tflite.Int8Options`; mask_penalty None exports int8 with the model's own -1e9
+    mask). The .tflite files are written to `workdir/{name}_{precision}.tflite`. A
+    precision the converter cannot produce gets a record with `error` set (naming the
+    blocking ops) and no accuracy, so one failure does not hide the other rows.
 
     Record fields: precision, accuracy, keras_accuracy, max_abs_logit_diff,
     agreement (fraction of predictions equal to Keras'), size_bytes, path, error.
@@ -86,12 +83,7 @@ def evaluate_precisions(
         }
         try:
             record["size_bytes"] = tflite.export_tflite(
-                model,
-                path,
-                precision,
-                seq_length,
-                representative_dataset=representative_dataset(calibration, calibration_limit),
-                int8_mask_penalty=int8_mask_penalty,
+                model, path, precision, seq_length, int8=int8
             )
         except tflite.UnsupportedPrecisionError as e:
             record["error"] = str(e)

@@ -25,6 +25,7 @@ new shape). Inputs are the three int32 tensors
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from collections.abc import Callable, Iterable
@@ -37,6 +38,20 @@ from mbert_lib.export import inference
 from mbert_lib.models import INPUT_NAMES, Classifier
 
 PRECISIONS = ("fp32", "dynamic_int8", "float16", "int8")
+
+
+@dataclasses.dataclass(frozen=True)
+class Int8Options:
+    """What the int8 precision needs beyond the model (the other precisions ignore it).
+
+    representative_dataset: the calibration inputs of the activation ranges
+    (`representative.representative_dataset`); mask_penalty: c of the bounded
+    attention mask of `inference` (None keeps the model's -1e9 mask, which int8 cannot
+    represent: attention over real tokens turns uniform).
+    """
+
+    representative_dataset: Callable[[], Iterable] | None = None
+    mask_penalty: float | None = inference.DEFAULT_MASK_PENALTY
 
 
 class UnsupportedPrecisionError(ValueError):
@@ -179,21 +194,19 @@ def convert(
     precision: str,
     seq_length: int = 128,
     batch_size: int = 1,
-    representative_dataset: Callable[[], Iterable] | None = None,
-    int8_mask_penalty: float | None = inference.DEFAULT_MASK_PENALTY,
+    int8: Int8Options = Int8Options(),
     dynamic_shape: bool = False,
     probabilities: bool = False,
 ) -> bytes:
     """The model as a TFLite flatbuffer at `precision`.
 
-    int8_mask_penalty: for precision int8 only, the bounded attention mask
-    of `inference` (None keeps the model's -1e9 mask, which int8 cannot
-    represent: attention over real tokens turns uniform).
+    int8: for precision int8 only, its calibration set and bounded attention mask
+    (`Int8Options`).
     probabilities: a Classifier outputs softmax(logits) (see `serving_function`).
     Raises UnsupportedPrecisionError (naming the blocking ops) when the
     converter cannot produce it.
     """
-    penalty = int8_mask_penalty if precision == "int8" else None
+    penalty = int8.mask_penalty if precision == "int8" else None
     if penalty is not None:
         inference.check_mask_penalty(penalty, "int8_mask_penalty")
     function = serving_function(
@@ -204,7 +217,7 @@ def convert(
     # be re-traced layer by layer for its own SavedModel format.
     weights = tf.Module()
     weights.variables_list = list(model.weights)
-    converter = make_converter(function, precision, representative_dataset, weights)
+    converter = make_converter(function, precision, int8.representative_dataset, weights)
     try:
         return converter.convert()
     except Exception as e:  # ConverterError, or RuntimeError from the calibrator
@@ -217,21 +230,13 @@ def export_tflite(
     precision: str,
     seq_length: int = 128,
     batch_size: int = 1,
-    representative_dataset: Callable[[], Iterable] | None = None,
-    int8_mask_penalty: float | None = inference.DEFAULT_MASK_PENALTY,
+    int8: Int8Options = Int8Options(),
     dynamic_shape: bool = False,
     probabilities: bool = False,
 ) -> int:
     """Converts (see `convert`) and writes `path` atomically; returns its size in bytes."""
     flatbuffer = convert(
-        model,
-        precision,
-        seq_length,
-        batch_size,
-        representative_dataset,
-        int8_mask_penalty,
-        dynamic_shape,
-        probabilities,
+        model, precision, seq_length, batch_size, int8, dynamic_shape, probabilities
     )
     with atomic.atomic_path(path) as tmp:
         with open(tmp, "wb") as f:

@@ -37,7 +37,7 @@ from mbert_lib.data.text import Document
 
 NAME = "builtin_shuffled"
 LABEL_NAMES = ("shuffled", "original")
-HELDOUT_FRACTION = 0.05  # = prepare_pretraining_data's default heldout_fraction
+HELDOUT_FRACTION = 0.05  # = PrepareSettings' default heldout_fraction
 MIN_WORDS, MAX_WORDS = 6, 40
 _END_MARKS = ".?!:"
 

@@ -15,6 +15,7 @@ off).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator
 
 import numpy as np
@@ -42,8 +43,20 @@ class StageSchedule(tf_keras.optimizers.schedules.LearningRateSchedule):
         return {}
 
 
+@dataclasses.dataclass(frozen=True)
+class Stage:
+    """What a stage trains: `loss_fn(batch, weights) -> scalar` with the loss's `weights`
+    (a dict of floats; default none) on `variables` (default: all the model's trainable
+    ones). `key` names the compiled step the stage runs (see `StageRunner`)."""
+
+    key: str
+    loss_fn: Callable
+    variables: list | None = None
+    weights: dict[str, float] | None = None
+
+
 class StageRunner:
-    """Runs stages of `loss_fn(batch, weights) -> scalar` on a model's variables.
+    """Runs stages (`Stage`) of `loss_fn(batch, weights) -> scalar` on a model's variables.
 
     `model` must be built; `data` holds every training example's arrays (numpy, n rows
     each), kept as tensors. A stage's updates run in chunks inside one compiled call (a
@@ -67,7 +80,9 @@ class StageRunner:
         for variable in self.optimizer.variables():
             variable.assign(tf.zeros_like(variable))
 
-    def _compiled(self, key: str, loss_fn: Callable, variables: list | None) -> Callable:
+    def _compiled(self, stage: Stage) -> Callable:
+        """The compiled chunk of updates of `stage.key`, made on its first stage."""
+        key, loss_fn, variables = stage.key, stage.loss_fn, stage.variables
         if key not in self._steps:
             variables = self.model.trainable_variables if variables is None else variables
 
@@ -95,28 +110,24 @@ class StageRunner:
 
     def run_stage(
         self,
-        key: str,
-        loss_fn: Callable,
+        stage: Stage,
         rows: Iterator[np.ndarray],
         steps: int,
         learning_rate: float,
         after_step: Callable[[int], None] | None = None,
-        variables: list | None = None,
-        weights: dict[str, float] | None = None,
         every: int = 50,
     ) -> float:
-        """`steps` updates from a fresh schedule, on the batches of row indices `rows`
-        yields ([B] each); after_step(i) after every `every`-th update i (1-based) and the
-        last. `variables`: those the stage trains (default: all the model's trainable
-        ones); `weights`: the loss's weights (default none).
+        """`steps` updates of `stage` from a fresh schedule, on the batches of row indices
+        `rows` yields ([B] each); after_step(i) after every `every`-th update i (1-based)
+        and the last. Returns the last update's loss.
 
         Raises FloatingPointError naming the stage when the loss is not finite.
         """
         self.optimizer.iterations.assign(0)
         self.schedule.peak.assign(learning_rate)
         self.schedule.steps.assign(float(steps))
-        step = self._compiled(key, loss_fn, variables)
-        weights = {k: tf.constant(v, tf.float32) for k, v in (weights or {}).items()}
+        step = self._compiled(stage)
+        weights = {k: tf.constant(v, tf.float32) for k, v in (stage.weights or {}).items()}
         loss, done = tf.constant(0.0), 0
         while done < steps:
             k = min(every - done % every, steps - done)
@@ -126,5 +137,5 @@ class StageRunner:
                 after_step(done)
         value = float(loss)
         if value != value or value in (float("inf"), float("-inf")):
-            raise FloatingPointError(f"stage {key}: the loss is {value} after {steps} steps")
+            raise FloatingPointError(f"stage {stage.key}: the loss is {value} after {steps} steps")
         return value

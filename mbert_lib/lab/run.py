@@ -32,7 +32,7 @@ from mbert_lib.config_tree import to_dict
 from mbert_lib.distill.initialize import copy_from_teacher
 from mbert_lib.lab import recipes
 from mbert_lib.lab.data import LabExamples, make_examples
-from mbert_lib.lab.loop import StageRunner
+from mbert_lib.lab.loop import Stage, StageRunner
 from mbert_lib.lab.measure import evaluate
 from mbert_lib.lab.settings import LabSettings, lab_settings, student_config, teacher_config
 from mbert_lib.models import build_pretrainer, dummy_inputs
@@ -134,8 +134,7 @@ def train_teacher(settings, train, dev, work: Path, fingerprint: str, log) -> tu
     start = time.perf_counter()
     curve = _Curve(teacher, dev, settings, enabled=True)
     StageRunner(teacher, train.arrays, settings.jit_compile).run_stage(
-        "teacher",
-        recipes.mlm_loss(teacher),
+        Stage("teacher", recipes.mlm_loss(teacher)),
         train.rows(settings.batch_size, 0),
         settings.teacher_steps,
         settings.teacher_learning_rate,
@@ -195,16 +194,11 @@ def train_student(variant, seed, teacher, student, runner, settings, train, dev)
     start = time.perf_counter()
     for layer, loss_fn, weights in stages:
         steps = settings.layer_steps if layer is not None else final_steps
+        stage = Stage(
+            recipes.stage_key(layer), loss_fn, recipes.stage_variables(student, layer), weights
+        )
         runner.run_stage(
-            recipes.stage_key(layer),
-            loss_fn,
-            rows,
-            steps,
-            settings.student_learning_rate,
-            curve,
-            recipes.stage_variables(student, layer),
-            weights,
-            settings.curve_interval,
+            stage, rows, steps, settings.student_learning_rate, curve, settings.curve_interval
         )
         curve.offset += steps
     return {

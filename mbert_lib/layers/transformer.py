@@ -55,7 +55,7 @@ class MobileBertTransformer(tf_keras.layers.Layer):
     With query_positions [B, P]: (y [B, P, H], probabilities [B, N, P, T]).
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 (a Keras layer's hyperparameters are its arguments)
         self,
         hidden_size: int = 512,
         intra_bottleneck_size: int = 128,

@@ -70,7 +70,7 @@ class Lamb(tf_keras.optimizers.Optimizer):
         global_clipnorm: clip all gradients together to this global norm.
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 (a Keras optimizer's hyperparameters are its arguments)
         self,
         learning_rate=1e-3,
         weight_decay_rate: float = 0.01,

@@ -128,6 +128,50 @@ def unshuffle_bytes(data: bytes, length: int, width: int = 4) -> bytes:
 
 
 # --------------------------------------------------------------------------- write
+def _with_optional(ctx: Context, prints: dict, chosen, optional_steps, optional_records, log):
+    """(steps, records): the chosen ones and the optional ones that finished with the
+    current settings (the others are logged as left out)."""
+    steps, records = chosen
+
+    def current(name: str) -> bool:
+        record = read_record(ctx.step_dir(name))
+        if record is not None and record.get("fingerprint") == prints[name]:
+            return True
+        log(f"bundle: {name} left out (optional; not run with the current settings)")
+        return False
+
+    steps = (*steps, *(n for n in optional_steps if n not in steps and current(n)))
+    records = (
+        *records,
+        *(n for n in optional_records if n not in (*steps, *records) and current(n)),
+    )
+    return steps, records
+
+
+def _check_finished(ctx: Context, prints: dict, names: Sequence[str]) -> dict:
+    """The data step's record, after refusing (BundleError) a step of `names` or the data
+    step that has not finished, or finished with other settings than the current code's."""
+    data_record = read_record(ctx.step_dir("data"))
+    if data_record is None or data_record.get("fingerprint") != prints["data"]:
+        raise BundleError(
+            f"{ctx.step_dir('data')}: the data step has not finished with the "
+            "current settings; run the pipeline first"
+        )
+    for name in names:
+        record = read_record(ctx.step_dir(name))
+        if record is None:
+            raise BundleError(
+                f"step {name!r} has not finished in {ctx.out_dir}; run "
+                f"`python -m mbert_lib reproduce --steps {name}` first"
+            )
+        if record.get("fingerprint") != prints[name]:
+            raise BundleError(
+                f"step {name!r} in {ctx.out_dir} ran with other settings than "
+                "the current code's (its fingerprint differs); run it again first"
+            )
+    return data_record
+
+
 def write_bundle(
     ctx: Context,
     out: str | os.PathLike = DEFAULT_BUNDLE,
@@ -147,37 +191,10 @@ def write_bundle(
     if overlap:
         raise BundleError(f"steps {overlap} are asked for both whole and as records only")
     prints = step_fingerprints(STEPS, ctx)
-
-    def current(name: str) -> bool:
-        record = read_record(ctx.step_dir(name))
-        if record is not None and record.get("fingerprint") == prints[name]:
-            return True
-        log(f"bundle: {name} left out (optional; not run with the current settings)")
-        return False
-
-    steps = (*steps, *(n for n in optional_steps if n not in steps and current(n)))
-    records = (
-        *records,
-        *(n for n in optional_records if n not in (*steps, *records) and current(n)),
+    steps, records = _with_optional(
+        ctx, prints, (steps, records), optional_steps, optional_records, log
     )
-    data_record = read_record(ctx.step_dir("data"))
-    if data_record is None or data_record.get("fingerprint") != prints["data"]:
-        raise BundleError(
-            f"{ctx.step_dir('data')}: the data step has not finished with the "
-            "current settings; run the pipeline first"
-        )
-    for name in (*steps, *records):
-        record = read_record(ctx.step_dir(name))
-        if record is None:
-            raise BundleError(
-                f"step {name!r} has not finished in {ctx.out_dir}; run "
-                f"`python -m mbert_lib reproduce --steps {name}` first"
-            )
-        if record.get("fingerprint") != prints[name]:
-            raise BundleError(
-                f"step {name!r} in {ctx.out_dir} ran with other settings than "
-                "the current code's (its fingerprint differs); run it again first"
-            )
+    data_record = _check_finished(ctx, prints, (*steps, *records))
     run_dir = str(ctx.out_dir.resolve())
     with tempfile.TemporaryDirectory(prefix="mbert_bundle_") as staging:
         staging = Path(staging)

@@ -83,7 +83,7 @@ from mbert_lib.finetune.trainer import cached_task_data, run_finetuning
 from mbert_lib.models import build_encoder
 from mbert_lib.paired import paired_difference
 from mbert_lib.pipeline.core import Context, PipelineError, Step, read_record
-from mbert_lib.pipeline.steps_export import calibration_features
+from mbert_lib.pipeline.steps_export import calibration_features, int8_options
 from mbert_lib.pipeline.steps_finetune import finetune_experiment, seed_run_dir
 from mbert_lib.train.run_record import EXPERIMENT_FILE
 
@@ -355,17 +355,18 @@ def run_compress(ctx: Context, settings: Mapping[str, Any]) -> dict:
                     float_model,
                     data.dev.features,
                     data.dev.labels,
-                    calibration_features(
-                        data.train.features,
-                        settings["calibration_examples"],
-                        settings["calibration_seed"],
+                    int8_options(
+                        calibration_features(
+                            data.train.features,
+                            settings["calibration_examples"],
+                            settings["calibration_seed"],
+                        ),
+                        settings,
                     ),
                     workdir=workdir.resolve(),
                     precisions=variant.precisions,
                     num_threads=2,
-                    calibration_limit=settings["calibration_examples"],
                     name=name,
-                    int8_mask_penalty=settings["int8_mask_penalty"],
                 )
             )
             split = parameter_split(float_model)

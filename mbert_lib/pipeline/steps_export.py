@@ -35,10 +35,12 @@ from typing import Any
 
 import numpy as np
 
-from mbert_lib.bench import tflite_latency, write_json
+from mbert_lib.bench import TimingPlan, tflite_latency, write_json
 from mbert_lib.checkpoints import load_classifier
 from mbert_lib.experiment import load_experiment
 from mbert_lib.export.evaluate import evaluate_precisions, format_table
+from mbert_lib.export.representative import representative_dataset
+from mbert_lib.export.tflite import Int8Options
 from mbert_lib.finetune.experiment import FinetuneExperiment
 from mbert_lib.finetune.trainer import cached_task_data
 from mbert_lib.pipeline.core import Context, PipelineError, Step
@@ -70,6 +72,15 @@ def calibration_features(
     total = len(next(iter(features.values())))
     keep = np.random.default_rng(seed).choice(total, size=min(n, total), replace=False)
     return {name: values[np.sort(keep)] for name, values in features.items()}
+
+
+def int8_options(calibration: Mapping[str, np.ndarray], settings: Mapping[str, Any]) -> Int8Options:
+    """The int8 export of a step's `settings`: calibrated on the first calibration_examples
+    of `calibration`, with the bounded mask of int8_mask_penalty."""
+    return Int8Options(
+        representative_dataset(calibration, settings["calibration_examples"]),
+        settings["int8_mask_penalty"],
+    )
 
 
 def _variant(record: Mapping[str, Any]) -> dict:
@@ -141,13 +152,11 @@ def run_tflite(ctx: Context, settings: Mapping[str, Any]) -> dict:
             load_classifier(model_dir),
             data.dev.features,
             data.dev.labels,
-            calibration,
+            int8_options(calibration, settings),
             workdir=ctx.step_dir("tflite").resolve(),
             precisions=settings["precisions"],
             num_threads=settings["num_threads"],
-            calibration_limit=settings["calibration_examples"],
             name=model,
-            int8_mask_penalty=settings["int8_mask_penalty"],
         )
         ctx.log(format_table(records))
         models[model] = {
@@ -174,8 +183,7 @@ def run_latency(ctx: Context, settings: Mapping[str, Any]) -> dict:
             workdir,
             settings["seq_length"],
             settings["threads"],
-            settings["repeats"],
-            settings["warmup"],
+            TimingPlan(settings["repeats"], settings["warmup"]),
             log=ctx.log,
         )
     for record in records:

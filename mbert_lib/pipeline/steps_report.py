@@ -22,7 +22,7 @@ from mbert_lib import atomic, hardware, strict_json
 from mbert_lib.pipeline import core
 from mbert_lib.pipeline.core import Context, Step
 from mbert_lib.pipeline.steps_payoff import PAYOFF_FILE
-from mbert_lib.report.document import command, write_report
+from mbert_lib.report.document import ReportRun, command, write_report
 from mbert_lib.runtime import REPO_ROOT
 from mbert_lib.step_records import load_records
 
@@ -91,28 +91,28 @@ def wall_time_record(
 def run_report(ctx: Context, settings: Mapping[str, Any]) -> dict:
     """settings: preset, budget_minutes, publish, and the registry's step order ("order":
     the steps of a full run, "optional": the others)."""
-    common = {
-        "preset": settings["preset"],
-        "budget_minutes": settings["budget_minutes"],
-        "command_line": _command(ctx, settings["preset"]),
-        "order": list(settings["order"]),
-        "optional": list(settings["optional"]),
-        "source": _shown(ctx.out_dir),
-    }
+    report_run = ReportRun(
+        preset=settings["preset"],
+        budget_minutes=settings["budget_minutes"],
+        command_line=_command(ctx, settings["preset"]),
+        source=_shown(ctx.out_dir),
+        steps=list(settings["order"]),
+        optional=list(settings["optional"]),
+    )
     written = write_report(
         ctx.out_dir,
+        report_run,
         figures_dir=ctx.step_dir("report"),
         report_path=ctx.out_dir / REPORT_FILE,
-        **common,
     )
     ctx.log(f"report: {written['path']}")
     published = None
     if settings["publish"] and _is_default_out(ctx, settings["preset"]):  # not from a --out run
         published = write_report(
             ctx.out_dir,
+            report_run,
             figures_dir=REPO_ROOT / "figures",
             report_path=REPO_ROOT / "results" / REPORT_FILE,
-            **common,
         )
         publish_records(ctx.out_dir, REPO_ROOT / "results" / RECORDS_FILE)
         wall = wall_time_record(

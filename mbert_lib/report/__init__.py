@@ -15,7 +15,7 @@ The pipeline's `report` step (mbert_lib/pipeline/steps_report.py) calls
 `write_report`; the figures are in mbert_lib/viz/report.py.
 """
 
-from mbert_lib.report.document import build_markdown, section_status, write_report
+from mbert_lib.report.document import ReportRun, build_markdown, section_status, write_report
 from mbert_lib.step_records import load_records
 
-__all__ = ["build_markdown", "load_records", "section_status", "write_report"]
+__all__ = ["ReportRun", "build_markdown", "load_records", "section_status", "write_report"]

@@ -8,6 +8,7 @@ figures and writes the file(s). A section whose step has no record says
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -314,28 +315,46 @@ def _finetune(records: Records, figure: str | None) -> str:
     return "\n\n".join(lines)
 
 
+@dataclasses.dataclass(frozen=True)
+class ReportRun:
+    """The run a report describes, as the report names it.
+
+    preset: its preset; budget_minutes: the preset's time budget; command_line: the
+    command that made the report; source: how the report names the run directory (None:
+    `write_report` names it as given); steps: the steps a complete run has, in order
+    (those without a record are listed); optional: steps a full run leaves out (shown,
+    not counted against the budget).
+    """
+
+    preset: str
+    budget_minutes: float
+    command_line: str
+    source: str | None = None
+    steps: Sequence[str] = ()
+    optional: Sequence[str] = ()
+
+
 def build_markdown(
     records: Records,
     machine: Mapping,
-    *,
-    preset: str,
-    budget_minutes: float,
-    command_line: str,
-    source: str,
+    report_run: ReportRun,
     figures: Mapping[str, str | None] = {},
-    pipeline: Sequence[str] = (),
-    optional: Sequence[str] = (),
 ) -> str:
-    """The whole report. `figures`: FIGURES key -> link (relative to the file) or None;
-    `pipeline`: the steps a complete run has (those without a record are listed);
-    `optional`: steps a full run leaves out (shown, not counted against the budget)."""
+    """The whole report of `report_run`. `figures`: FIGURES key -> link (relative to the
+    file) or None."""
+    preset, budget_minutes = report_run.preset, report_run.budget_minutes
     cores = machine.get("cores") or os.cpu_count() or 1
     body = {
         "Payoff": payoff_section(records, figures),
         "Machine": _machine(machine),
         "Data and seeds": _data(records),
         "Wall time": _wall_time(
-            records, cores, budget_minutes, figures.get("step_times"), pipeline, optional
+            records,
+            cores,
+            budget_minutes,
+            figures.get("step_times"),
+            report_run.steps,
+            report_run.optional,
         ),
         "Table 1": _table1(records),
         "Table 8": _transfer(
@@ -366,9 +385,9 @@ def build_markdown(
     }
     head = [
         f"# MobileBERT, step by step: reproduction report (`{preset}` preset)",
-        f"Made by `{command_line}` on {time.strftime('%Y-%m-%d %H:%M:%S')}. Every number "
-        f"of ours is read from the step records under `{source}`; the paper's come from "
-        "`mbert_lib/paper.py` (≈: not confirmed from the paper's own table).",
+        f"Made by `{report_run.command_line}` on {time.strftime('%Y-%m-%d %H:%M:%S')}. Every "
+        f"number of ours is read from the step records under `{report_run.source}`; the "
+        "paper's come from `mbert_lib/paper.py` (≈: not confirmed from the paper's own table).",
     ]
     parts = [f"## {titles.get(name, name)}\n\n{body[name]}" for name in SECTIONS]
     return "\n\n".join(head + parts) + "\n"
@@ -424,37 +443,29 @@ def write_figures(
 
 def write_report(
     out_dir: str | os.PathLike,
+    report_run: ReportRun,
     *,
-    preset: str,
-    budget_minutes: float,
-    command_line: str,
     figures_dir: str | os.PathLike,
     report_path: str | os.PathLike,
-    order=(),
-    optional=(),
     exclude=("report",),
-    source: str | None = None,
 ) -> dict:
-    """Reads the records under `out_dir` (steps in `order`, then `optional`, first; `exclude`
-    left out; `optional` not counted against the budget), draws
-    the figures into `figures_dir` and writes `report_path` (figure links relative to it);
-    `source` is how the report names `out_dir`. Returns {"path", "figures", "sections"}."""
+    """Reads the records under `out_dir` (the run's steps, then its optional ones, first;
+    `exclude` left out), draws the figures into `figures_dir` and writes `report_path`
+    (figure links relative to it). Returns {"path", "figures", "sections"}."""
 
-    records = load_records(out_dir, order=[*order, *optional], exclude=exclude)
-    figures = write_figures(records, Path(figures_dir), budget_minutes, preset)
+    steps, optional = report_run.steps, report_run.optional
+    records = load_records(out_dir, order=[*steps, *optional], exclude=exclude)
+    figures = write_figures(
+        records, Path(figures_dir), report_run.budget_minutes, report_run.preset
+    )
     report_path = Path(report_path)
     links = {k: os.path.relpath(p, report_path.parent) for k, p in figures.items()}
-    text = build_markdown(
-        records,
-        machine_info(),
-        preset=preset,
-        budget_minutes=budget_minutes,
-        command_line=command_line,
-        source=source or str(out_dir),
-        figures=links,
-        pipeline=[name for name in order if name not in exclude],
-        optional=optional,
+    shown = dataclasses.replace(
+        report_run,
+        source=report_run.source or str(out_dir),
+        steps=[name for name in steps if name not in exclude],
     )
+    text = build_markdown(records, machine_info(), shown, figures=links)
     atomic.write_text(report_path, text)
     return {
         "path": str(report_path),

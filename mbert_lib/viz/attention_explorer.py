@@ -20,6 +20,7 @@ would make the exact KL infinite.
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import io
 import os
@@ -89,6 +90,19 @@ def _check_index(name: str, value: int, count: int, what: str) -> None:
         raise ValueError(f"{name} must be in 0..{count - 1} ({what}), got {value}")
 
 
+@dataclasses.dataclass(frozen=True)
+class ViewSettings:
+    """How `attention_view` compares a student with the teacher, the same for every view of
+    an explorer. layer_map: the teacher layer of each student layer (None: the same
+    layer); seq_length: the length a sentence is padded to with [PAD] (None: no
+    padding); reference: a student of the same shape (the untrained one) whose KL per
+    layer the view adds (None: none)."""
+
+    layer_map: Sequence[int] | None = None
+    seq_length: int | None = None
+    reference: object = None
+
+
 def attention_view(
     teacher,
     student,
@@ -96,23 +110,22 @@ def attention_view(
     sentence: str,
     layer: int,
     head: int,
-    layer_map: Sequence[int] | None = None,
-    seq_length: int | None = None,
-    reference=None,
+    settings: ViewSettings = ViewSettings(),
 ) -> dict:
     """The numbers behind one explorer view (numpy, padding removed).
 
     teacher / student: Pretrainers or encoders with equal head counts; layer: student
-    layer l, compared with teacher layer layer_map[l] (default l). Returns tokens
-    (list of T str), teacher_probs / student_probs [T, T], row_kl [T], layer_kl [L],
-    and layer, teacher_layer, head; with a `reference` student of the same shape (the
-    untrained one) also reference_layer_kl [L], its KL per layer on the same sentence.
+    layer l, compared with teacher layer settings.layer_map[l] (default l). Returns
+    tokens (list of T str), teacher_probs / student_probs [T, T], row_kl [T], layer_kl
+    [L], and layer, teacher_layer, head; with a `settings.reference` student also
+    reference_layer_kl [L], its KL per layer on the same sentence.
     """
+    layer_map, reference = settings.layer_map, settings.reference
     layers, heads = _config(student).num_hidden_layers, _config(student).num_attention_heads
     layer_map = tuple(range(layers)) if layer_map is None else tuple(layer_map)
     _check_index("layer", layer, layers, f"the student has {layers} layers")
     _check_index("head", head, heads, f"{heads} attention heads")
-    tokens, batch = encode_sentence(tokenizer, sentence, seq_length)
+    tokens, batch = encode_sentence(tokenizer, sentence, settings.seq_length)
     real = np.asarray(batch["input_mask"][0], bool)  # [S]
     t_probs = analysis.encode(teacher, batch)["attention_scores"][:, 0]  # [L_T, N, S, S]
     s_probs = analysis.encode(student, batch)["attention_scores"][:, 0]  # [L, N, S, S]
@@ -359,9 +372,7 @@ class AttentionExplorer:
                 sentence,
                 layer,
                 head,
-                self.layer_map,
-                self.seq_length,
-                self.reference,
+                ViewSettings(self.layer_map, self.seq_length, self.reference),
             ),
             "snapshot": snapshot,
         }
