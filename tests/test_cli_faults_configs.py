@@ -163,10 +163,12 @@ def test_a_run_that_fails_in_a_new_directory_leaves_nothing_there(capsys, monkey
 
     from mbert_lib.train import pretrain
 
-    def disk_full(experiment, model_dir, *args):
+    def disk_full(experiment, run, data):  # pretrain._train
         (tmp_path / "new" / "run" / "tensorboard").mkdir()
         raise tf.errors.ResourceExhaustedError(
-            None, None, f"{model_dir}/checkpoints/ckpt-1_temp/part-00000; No space left on device"
+            None,
+            None,
+            f"{run.model_dir}/checkpoints/ckpt-1_temp/part-00000; No space left on device",
         )
 
     monkeypatch.setattr(pretrain, "_train", disk_full)
