@@ -389,26 +389,26 @@ CASES = [
     ),
     # --- the pipeline and bundles
     Case(
-        "reproduce_preset_unknown",
-        ["reproduce", "--preset", "huge", "--out", "{tmp}/run"],
+        "reproduce_recipe_unknown",
+        ["reproduce", "--recipe", "huge", "--out", "{tmp}/run"],
         "huge",
         absent=["run"],
     ),
     Case(
         "reproduce_step_unknown",
-        ["reproduce", "--preset", "smoke", "--steps", "teach", "--out", "{tmp}/run"],
+        ["reproduce", "--recipe", "smoke", "--steps", "teach", "--out", "{tmp}/run"],
         "teach",
         absent=["run"],
     ),
     Case(
         "reproduce_out_is_file",
-        ["reproduce", "--preset", "smoke", "--out", "{tmp}/f"],
+        ["reproduce", "--recipe", "smoke", "--out", "{tmp}/f"],
         "is a file",
         setup=write("f", "x"),
     ),
     Case(
         "reproduce_data_dir_missing",
-        ["reproduce", "--preset", "smoke", "--data-dir", "{tmp}/none", "--out", "{tmp}/run"],
+        ["reproduce", "--recipe", "smoke", "--data-dir", "{tmp}/none", "--out", "{tmp}/run"],
         "none",
         absent=["run"],
     ),

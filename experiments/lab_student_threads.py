@@ -2,7 +2,7 @@
 
     python experiments/lab_student_threads.py [--out results/lab_student_threads.json]
 
-With the preset's settings and XLA-compiled steps (a 200-step teacher and 600-update
+With the pipeline recipe's settings and XLA-compiled steps (a 200-step teacher and 600-update
 students, to keep it short), four students are trained one at a time with one model and
 then two at a time, each thread with its own model (`run_lab`'s arrangement). The record
 holds, per student, the largest |difference| between the two runs' weights (0.0: equal
@@ -24,7 +24,7 @@ from mbert_lib.lab.data import make_examples
 from mbert_lib.lab.loop import Stage, StageRunner
 from mbert_lib.lab.run import built_model, train_student
 from mbert_lib.lab.settings import lab_settings, student_config, teacher_config
-from mbert_lib.pipeline.preset_settings import load_preset_settings
+from mbert_lib.pipeline.recipe_settings import load_recipe_settings
 
 JOBS = (("pkt", 1), ("at_only", 1), ("fmt_only", 2), ("copy_only", 1))
 
@@ -33,7 +33,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="results/lab_student_threads.json")
     args = parser.parse_args()
-    values = load_preset_settings("attention_lab")["attention_lab"]
+    values = load_recipe_settings("attention_lab")["attention_lab"]
     settings = lab_settings({**values, "teacher_steps": 200, "student_steps": 600})
     train, dev = make_examples(settings, "train"), make_examples(settings, "dev")
     seq_length = settings.task.seq_length

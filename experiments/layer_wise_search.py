@@ -4,7 +4,7 @@
 
 Needs the laptop pipeline's data and teacher steps first:
 
-    python -m mbert_lib reproduce --preset laptop --data-dir ../shared/data --steps teacher
+    python -m mbert_lib reproduce --recipe laptop --data-dir ../shared/data --steps teacher
 
 Each named setting below is the laptop `pkt` step with some overrides and no PD stage
 (`distillation.pretrain.steps=0`): only the layer-wise stages, which is where AT and FMT
@@ -12,7 +12,7 @@ act. After each run, `mbert_lib.distill.transfer_summary.layer_summary` measures
 layer around its own stage on one held-out batch of 64 sequences. One JSON per setting
 goes to --out (default runs/layer_wise_search/<setting>.json, with the hardware and the
 seconds taken); a finished setting is read back, not re-run. The table printed at the
-end is the evidence for the recipe the laptop preset uses.
+end is the evidence for the layer-wise settings the laptop recipe uses.
 """
 
 from __future__ import annotations

@@ -43,7 +43,7 @@ from mbert_lib.runtime import REPO_ROOT
 PD_LR = "distillation.pretrain.learning_rate.peak"
 PLAIN_PD = {"distillation.pretrain.attention_transfer": False}  # the paper's PD: no AT term
 SETTINGS = {
-    # the laptop rows as the preset has them (PKT keeps AT as a term during PD)
+    # the laptop rows as the recipe has them (PKT keeps AT as a term during PD)
     "pkt": ("pkt", {}),
     "copy_only": ("ablation_copy", {}),
     "no_transfer": ("no_transfer", {}),

@@ -3,7 +3,7 @@
 The laptop teacher's held-out MLM accuracy is still rising at its last step
 (1,800 steps), and its PKT student reaches the same accuracy: the teacher has
 no lead in what pre-training measures to hand on. This script trains the laptop
-`teacher` step for `--teacher-steps` steps (warm-up 10 % of them, the preset's
+`teacher` step for `--teacher-steps` steps (warm-up 10 % of them, the recipe's
 rate otherwise), distils the laptop `pkt` student from it, both under `--out`
 (the pipeline's own steps, so a killed run resumes), and prints the held-out
 MLM/NSP accuracy of both. `--steps teacher,pkt,ablation_pd_fmt,transfer` adds the

@@ -26,7 +26,7 @@ RECORDS_ONLY_FILE = "records_only.json"
 
 
 class PipelineError(ValueError):
-    """A step cannot run: a missing input, an unknown step name, a bad preset, a corrupt record."""
+    """A step cannot run: a missing input, an unknown step name, a bad recipe, a corrupt record."""
 
 
 def read_record(directory: Path) -> dict | None:

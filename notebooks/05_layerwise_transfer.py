@@ -80,9 +80,9 @@ print("fast mode:", runtime.fast_mode())
 # ## 0. The artifacts: data, teacher, and the PKT student
 #
 # `ensure(["pkt"], ctx)` runs the pipeline steps the PKT student needs (data → teacher →
-# pkt) unless they are finished; a full run uses the `laptop` preset under `runs/laptop`
+# pkt) unless they are finished; a full run uses the `laptop` recipe under `runs/laptop`
 # (real text when `MBERT_DATA_DIR` points at `../shared/data`), fast mode the tiny
-# `smoke` preset in a scratch directory. A full run first installs the trained steps of
+# `smoke` recipe in a scratch directory. A full run first installs the trained steps of
 # `bundles/laptop.tar.xz` (the teacher, this student, the no-AT ablation; 24 MB, checked
 # by sha256, `mbert_lib/pipeline/bundle.py`; it needs `MBERT_DATA_DIR`, the data it was
 # trained on): only the data step then runs, about a minute, instead of the teacher's

@@ -98,7 +98,7 @@ ROWS = {   # step -> (table, row label as in the paper)
 ctx = notebook_context()
 install_bundle(ctx)      # the laptop run's records of these rows, if the bundle fits this run
 pending = [s for s in ("teacher", *ROWS) if read_record(ctx.step_dir(s)) is None]
-minutes = sum(reference_seconds(ctx.preset).get(s, 0.0) for s in pending) / 60
+minutes = sum(reference_seconds(ctx.recipe).get(s, 0.0) for s in pending) / 60
 if minutes > 10:
     print(f"not run yet: {', '.join(pending)}; the next cell trains them, about {minutes:.0f} "
           "minutes on the reference run's CPU. Interrupt the kernel to skip; a killed run "

@@ -232,7 +232,7 @@ print(f"teacher: classifier_activation={encoder.config.classifier_activation}, "
 # 2–10 epochs per task, and found MobileBERT wants a higher learning rate and
 # more epochs than BERT. Our tiny models, pre-trained for minutes, are given rates
 # far above that range: the peak rate per architecture is a setting of the
-# pipeline (`finetune.models` in `mbert_lib/pipeline/presets/laptop.yaml`,
+# pipeline (`finetune.models` in `mbert_lib/pipeline/recipes/laptop.yaml`,
 # chosen by a small search on this SST-2 subsample, docs/laptop_recipe.md).
 #
 # Below: the settings, then one AdamW update of the head's kernel $W_c$ ([H, C])
@@ -293,7 +293,7 @@ assert np.isclose(metrics.matthews_corrcoef(y_hat, y), (3 * 2 - 1 * 2) / np.sqrt
 # example order change; the train subsample does not), evaluates on dev after
 # every epoch and keeps the best epoch. Models whose pipeline step has not run
 # are reported, not invented. In a full run of this notebook the step has usually
-# run already (`reproduce --preset laptop`); it is then read, not redone.
+# run already (`reproduce --recipe laptop`); it is then read, not redone.
 # The no-transfer student is the distillation step `no_transfer` (notebook 06's
 # Table 9 row), the BERT baseline the step `bert_baseline`.
 

@@ -77,7 +77,7 @@ print("hardware:", HARDWARE)
 #
 # `ensure` runs the steps unless they are done (then it reads their records).
 # `tflite` takes seed 0's classifier of each model its settings name, from the
-# fine-tuning its settings point to (`tflite.classifiers`: in both presets the
+# fine-tuning its settings point to (`tflite.classifiers`: in both recipes the
 # `task_distillation` step's teacher, fine-tuned on every label, and its PKT student
 # trained with the teacher's soft targets; `classifiers` reads the same result), exports
 # it at each precision and runs the task's dev set through the LiteRT

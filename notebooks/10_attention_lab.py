@@ -36,7 +36,7 @@
 # 6. **The maps**: the teacher's rule head against the students, measured as the
 #    attention mass on the rule's target.
 #
-# Everything comes from one pipeline preset, `python -m mbert_lib reproduce --preset
+# Everything comes from one pipeline recipe, `python -m mbert_lib reproduce --recipe
 # attention_lab --out DIR` (`DIR/attention_lab.json`); this notebook reads the run in
 # `runs/attention_lab` and trains it first when it is missing. In fast mode (CI) a tiny
 # lab runs every piece and learns nothing, so the numbers printed then mean nothing.
@@ -364,8 +364,8 @@ explore(explorer, f"{symbol(2)} {pattern} {pattern} {pattern}", layer=L, head=H,
 #   the AT students, every paired gap beyond two standard errors.
 # * At this scale the contrast belongs to the recipe and to the machine: at a faster
 #   rate the copy-only student finds the rule by itself, and so it did on two seeds of
-#   three on a machine with AVX-512, where the same preset trained another teacher
-#   (`docs/attention_lab.md`, "The same preset on other hardware"). What held on every
+#   three on a machine with AVX-512, where the same recipe trained another teacher
+#   (`docs/attention_lab.md`, "The same recipe on other hardware"). What held on every
 #   machine tried: AT students far above FMT only, the untaught student at chance.
 # * Read the numbers in the tables above; the record is `attention_lab.json`, and
 #   `docs/attention_lab.md` lists every setting tried on the way.

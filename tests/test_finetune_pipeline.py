@@ -4,7 +4,7 @@ import pytest
 
 from mbert_lib import get_preset
 from mbert_lib.models import BertEncoder, build_encoder, count_params, dummy_inputs
-from mbert_lib.pipeline import PRESETS, STEPS, steps_finetune
+from mbert_lib.pipeline import RECIPES, STEPS, steps_finetune
 from mbert_lib.pipeline.core import Context, PipelineError, Step, run_steps
 
 
@@ -65,15 +65,15 @@ def test_the_task_is_sst2_with_data_and_the_offline_task_without(tmp_path):
     assert steps_finetune.task_name(_ctx(tmp_path, {}), settings) == "builtin_shuffled"
 
 
-@pytest.mark.parametrize("preset", sorted(PRESETS))
-def test_both_baselines_get_the_student_budget_and_the_models_are_settings(preset):
-    settings = PRESETS[preset]
-    budget = steps_finetune.STUDENT_PRETRAINING_STEPS[preset]
+@pytest.mark.parametrize("recipe", sorted(RECIPES))
+def test_both_baselines_get_the_student_budget_and_the_models_are_settings(recipe):
+    settings = RECIPES[recipe]
+    budget = steps_finetune.STUDENT_PRETRAINING_STEPS[recipe]
     assert settings["bert_baseline"]["overrides"]["trainer.train_steps"] == budget
     assert settings["no_transfer"]["overrides"]["distillation.pretrain.steps"] == budget
     models = settings["finetune"]["models"]
     assert {"teacher", "pkt", "no_transfer", "bert_baseline"} <= set(models)
-    if preset == "laptop":
+    if recipe == "laptop":
         assert all(
             models[m]["seeds"] >= 3 for m in ("teacher", "pkt", "no_transfer", "bert_baseline")
         )

@@ -278,7 +278,7 @@ def test_a_tiny_lab_writes_paired_seeds_and_resumes(tmp_path):
     assert settings_fingerprint(task, True) != settings_fingerprint(settings, True)
 
 
-def test_the_lab_preset_runs_its_one_step_and_refuses_the_reproductions_options(tmp_path):
+def test_the_lab_recipe_runs_its_one_step_and_refuses_the_reproductions_options(tmp_path):
     from mbert_lib.pipeline import make_context
     from mbert_lib.pipeline.registry import own_steps
 

@@ -3,7 +3,7 @@
 
 import pytest
 
-from mbert_lib.pipeline.registry import get_pipeline_preset
+from mbert_lib.pipeline.registry import get_recipe
 from mbert_lib.pipeline.steps_compress import check_settings, method_name
 
 
@@ -16,9 +16,9 @@ def test_methods_are_named_as_the_issue_table_names_them():
     assert method_name("ffn_units_50", "int8") == "ffn_units_50_full_int8"
 
 
-@pytest.mark.parametrize("preset", ["laptop", "smoke"])
-def test_the_presets_settings_are_accepted(preset):
-    check_settings(get_pipeline_preset(preset)["compress"])
+@pytest.mark.parametrize("recipe", ["laptop", "smoke"])
+def test_the_recipes_settings_are_accepted(recipe):
+    check_settings(get_recipe(recipe)["compress"])
 
 
 @pytest.mark.parametrize(
@@ -39,6 +39,6 @@ def test_the_presets_settings_are_accepted(preset):
     ],
 )
 def test_bad_settings_fail_naming_the_setting(change, message):
-    settings = {**get_pipeline_preset("smoke")["compress"], **change}
+    settings = {**get_recipe("smoke")["compress"], **change}
     with pytest.raises(ValueError, match=message):
         check_settings(settings)

@@ -2,11 +2,11 @@
 
 import shutil
 
-from mbert_lib.pipeline import STEPS, get_pipeline_preset
+from mbert_lib.pipeline import STEPS, get_recipe
 from mbert_lib.pipeline.core import Context, step_fingerprints
 from mbert_lib.pipeline.teacher_choice import choose_teacher
 
-SETTINGS = choose_teacher(get_pipeline_preset("smoke"), "trained")
+SETTINGS = choose_teacher(get_recipe("smoke"), "trained")
 
 
 def _tree(root, review="a fine film\t1\n"):

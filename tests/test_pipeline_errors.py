@@ -1,4 +1,4 @@
-"""Bad input and interruptions of `reproduce`: unknown preset, unusable data directory, a full
+"""Bad input and interruptions of `reproduce`: unknown recipe, unusable data directory, a full
 disk (ENOSPC simulated), the partial summary of a failed run, and load averages in records."""
 
 import errno
@@ -24,10 +24,22 @@ def _data_dir(root, wikitext=True, sst2=True):
     return root
 
 
-def test_unknown_preset_names_the_known_ones(tmp_path, capsys):
-    assert main(["reproduce", "--preset", "huge", "--out", str(tmp_path)]) == 2
+def test_unknown_recipe_names_the_known_ones(tmp_path, capsys):
+    assert main(["reproduce", "--recipe", "huge", "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
-    assert "unknown preset 'huge'" in err and "laptop" in err and "smoke" in err
+    assert "unknown recipe 'huge'" in err and "laptop" in err and "smoke" in err
+
+
+@pytest.mark.parametrize(
+    "command", [["reproduce"], ["bundle", "write"], ["bundle", "install"]], ids=" ".join
+)
+@pytest.mark.parametrize("value", [["smoke"], []], ids=["with a value", "alone"])
+def test_the_former_preset_flag_says_it_was_renamed(tmp_path, capsys, command, value):
+    with pytest.raises(SystemExit) as stopped:
+        main([*command, "--preset", *value, "--out", str(tmp_path / "run")])
+    assert stopped.value.code == 2
+    assert "--preset was renamed --recipe" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
 
 
 def test_missing_data_dir_names_it_and_the_expected_files(tmp_path, capsys):
@@ -36,7 +48,7 @@ def test_missing_data_dir_names_it_and_the_expected_files(tmp_path, capsys):
         main(
             [
                 "reproduce",
-                "--preset",
+                "--recipe",
                 "smoke",
                 "--data-dir",
                 str(missing),
@@ -147,7 +159,7 @@ def test_failed_cli_run_prints_the_partial_summary(tmp_path, monkeypatch, capsys
     monkeypatch.setattr(
         pipeline, "STEPS", [Step("a", "first", lambda c, s: {}), Step("b", "second", full)]
     )
-    assert main(["reproduce", "--preset", "smoke", "--out", str(tmp_path)]) == 2
+    assert main(["reproduce", "--recipe", "smoke", "--out", str(tmp_path)]) == 2
     captured = capsys.readouterr()
     assert "[1/2] first" in captured.out and "[2/2] second" in captured.out
     assert "FAILED" in captured.out and "run the same command again" in captured.out
@@ -177,10 +189,10 @@ def test_a_rerun_step_runs_every_time(tmp_path):
 def test_reproduce_refuses_a_file_as_its_output_and_an_empty_step_list(tmp_path, capsys):
     not_a_dir = tmp_path / "out.txt"
     not_a_dir.write_text("x")
-    assert main(["reproduce", "--preset", "smoke", "--out", str(not_a_dir)]) == 2
+    assert main(["reproduce", "--recipe", "smoke", "--out", str(not_a_dir)]) == 2
     assert f"--out {not_a_dir} is a file" in capsys.readouterr().err
     assert (
-        main(["reproduce", "--preset", "smoke", "--out", str(tmp_path / "run"), "--steps", " , "])
+        main(["reproduce", "--recipe", "smoke", "--out", str(tmp_path / "run"), "--steps", " , "])
         == 2
     )
     assert "--steps names no step" in capsys.readouterr().err

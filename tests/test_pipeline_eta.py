@@ -44,7 +44,7 @@ def test_run_steps_prints_the_estimate_from_the_reference_and_this_run(tmp_path,
     monkeypatch.setattr(eta, "REFERENCE_FILE", reference)
     reference.write_text(json.dumps({"toy": {"cpu": "x", "seconds": {"a": 100, "b": 300}}}))
     lines = []
-    run_steps(steps, Context(out_dir=tmp_path / "run", settings={}, log=lines.append, preset="toy"))
+    run_steps(steps, Context(out_dir=tmp_path / "run", settings={}, log=lines.append, recipe="toy"))
     starts = [line for line in lines if not line.endswith(" s") and "finished" not in line]
     assert starts == [
         "[1/3] step a (about 2 min; the run: about 7 min + 1 step(s) never timed)",

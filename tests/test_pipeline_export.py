@@ -14,7 +14,7 @@ import tf_keras
 
 from mbert_lib.export import tflite
 from mbert_lib.finetune.trainer import run_finetuning
-from mbert_lib.pipeline import PRESETS, STEPS, steps_export
+from mbert_lib.pipeline import RECIPES, STEPS, steps_export
 from mbert_lib.pipeline.core import RECORD_FILE, Context, PipelineError
 from tests import finetune_fixtures as fx
 
@@ -146,15 +146,15 @@ def test_steps_follow_finetuning_and_laptop_latency_is_the_papers_setting():
     names = [s.name for s in STEPS]
     assert names.index("finetune") < names.index("tflite")
     assert "latency" in names
-    for preset in PRESETS.values():
-        assert set(preset["tflite"]["models"]) <= set(preset["finetune"]["models"])
-        assert preset["tflite"]["precisions"] == list(tflite.PRECISIONS)
-    latency = PRESETS["laptop"]["latency"]
+    for recipe in RECIPES.values():
+        assert set(recipe["tflite"]["models"]) <= set(recipe["finetune"]["models"])
+        assert recipe["tflite"]["precisions"] == list(tflite.PRECISIONS)
+    latency = RECIPES["laptop"]["latency"]
     assert latency["models"] == ["mobilebert", "bert_base"]
     assert latency["seq_length"] == 128 and latency["threads"] == [1, 2]
     assert set(latency["precisions"]) == {"fp32", "dynamic_int8"} and latency["table7"]
     assert latency["repeats"] >= 20
-    assert PRESETS["laptop"]["tflite"]["models"] == ["teacher", "pkt"]
+    assert RECIPES["laptop"]["tflite"]["models"] == ["teacher", "pkt"]
 
 
 def test_the_classifiers_of_output_distillation_are_its_teacher_and_one_rows_students(tmp_path):

@@ -5,7 +5,7 @@ import pytest
 
 from mbert_lib import hardware
 from mbert_lib.pipeline import core, make_context, precision
-from mbert_lib.pipeline.registry import PRESETS, STEPS, get_pipeline_preset
+from mbert_lib.pipeline.registry import RECIPES, STEPS, get_recipe
 
 WITH_BF16 = {
     "model": "test CPU",
@@ -31,16 +31,16 @@ def experiments(node):
             yield from experiments(value)
 
 
-@pytest.mark.parametrize("preset", sorted(PRESETS))
-def test_every_trained_experiment_gets_the_override_and_the_preset_is_untouched(preset):
-    before = repr(get_pipeline_preset(preset))
-    changed = precision.with_mixed_precision(get_pipeline_preset(preset), "bfloat16")
-    assert repr(get_pipeline_preset(preset)) == before
+@pytest.mark.parametrize("recipe", sorted(RECIPES))
+def test_every_trained_experiment_gets_the_override_and_the_recipe_is_untouched(recipe):
+    before = repr(get_recipe(recipe))
+    changed = precision.with_mixed_precision(get_recipe(recipe), "bfloat16")
+    assert repr(get_recipe(recipe)) == before
     found = list(experiments(changed))
     assert len(found) >= 5  # teacher, the distillation rows, fine-tuning, ...
     for node in found:
         assert node["overrides"]["runtime.mixed_precision"] == "bfloat16"
-    assert sum(1 for _ in experiments(get_pipeline_preset(preset))) == len(found)
+    assert sum(1 for _ in experiments(get_recipe(recipe))) == len(found)
 
 
 def test_the_trainers_read_bfloat16_and_every_trainer_step_reruns(tmp_path, bf16_cpu):
@@ -83,7 +83,7 @@ def test_bfloat16_is_refused_on_a_cpu_without_it(monkeypatch, tmp_path, capsys):
     monkeypatch.setattr(precision, "cpu_info", lambda: dict(WITHOUT))
     out = str(tmp_path / "run")
     assert (
-        main(["reproduce", "--preset", "smoke", "--out", out, "--mixed_precision", "bfloat16"]) == 2
+        main(["reproduce", "--recipe", "smoke", "--out", out, "--mixed_precision", "bfloat16"]) == 2
     )
     assert "natively" in capsys.readouterr().err
     assert not (tmp_path / "run").exists()

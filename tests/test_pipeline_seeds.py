@@ -22,12 +22,12 @@ def test_optional_seeds_step_trains_every_table_row_again(monkeypatch, capsys):
     monkeypatch.delenv("MBERT_DATA_DIR", raising=False)
     out = fast_run_dir()
     if read_record(out / "report") is None:  # run alone: the smoke run first
-        assert main(["reproduce", "--preset", "smoke", "--out", str(out)]) == 0
+        assert main(["reproduce", "--recipe", "smoke", "--out", str(out)]) == 0
         capsys.readouterr()
     shutil.rmtree(out / "distill_seeds", ignore_errors=True)  # left by an earlier pytest run
     assert (
         main(
-            ["reproduce", "--preset", "smoke", "--out", str(out), "--steps", "distill_seeds,report"]
+            ["reproduce", "--recipe", "smoke", "--out", str(out), "--steps", "distill_seeds,report"]
         )
         == 0
     )

@@ -1,4 +1,4 @@
-"""`python -m mbert_lib reproduce --preset smoke` end to end on the offline default data."""
+"""`python -m mbert_lib reproduce --recipe smoke` end to end on the offline default data."""
 
 import shutil
 from pathlib import Path
@@ -37,7 +37,7 @@ def test_smoke_reproduction_runs_resumes_and_reports(monkeypatch, capsys):
     monkeypatch.delenv("MBERT_DATA_DIR", raising=False)
     out = fast_run_dir()
     shutil.rmtree(out, ignore_errors=True)
-    assert main(["reproduce", "--preset", "smoke", "--out", str(out)]) == 0
+    assert main(["reproduce", "--recipe", "smoke", "--out", str(out)]) == 0
     first = capsys.readouterr().out
     assert "ran" in first and (out / "teacher" / "model.ckpt.index").exists()
     left_out = [s.name for s in STEPS if s.optional]
@@ -52,7 +52,7 @@ def test_smoke_reproduction_runs_resumes_and_reports(monkeypatch, capsys):
     # "all" budget, is left out to keep CI short: nothing here runs its "all" row)
     extra = [name for name in left_out if name not in ("distill_seeds", "label_budget_all")]
     steps = ",".join([*extra, "payoff", "report"])
-    assert main(["reproduce", "--preset", "smoke", "--out", str(out), "--steps", steps]) == 0
+    assert main(["reproduce", "--recipe", "smoke", "--out", str(out), "--steps", steps]) == 0
     assert all(read_record(out / name) is not None for name in extra)
     capsys.readouterr()
     report = (out / "REPORT.md").read_text(encoding="utf-8")
@@ -75,7 +75,7 @@ def test_smoke_reproduction_runs_resumes_and_reports(monkeypatch, capsys):
     _compress(out)
     assert (out / "report" / "report_step_times.png").exists()
     assert (out / "report" / "report_label_budget.png").exists()
-    assert main(["reproduce", "--preset", "smoke", "--out", str(out)]) == 0
+    assert main(["reproduce", "--recipe", "smoke", "--out", str(out)]) == 0
     second = capsys.readouterr().out
     summary = second[
         second.rindex("\nstep ") : second.index("optional steps not run:")
@@ -172,7 +172,7 @@ def _payoff(out):
         assert set(models) == everyone if budget != "all" else set(models) <= everyone
         assert {len(v) for v in models.values()} == {2}
         assert all(0 <= x <= 1 for v in models.values() for x in v)
-    # the label-budget classifiers read the mean of the tokens (the preset's model.pooling)
+    # the label-budget classifiers read the mean of the tokens (the recipe's model.pooling)
     budget = read_record(out / "label_budget")["result"]["budgets"]["64"]
     config = Path(budget["models"]["pkt"]["model_dirs"][0]) / "bert_config.json"
     assert strict_json_loads(config.read_text())["classifier_pooling"] == "mean"

@@ -2,12 +2,12 @@
 
 from mbert_lib.pipeline import STEPS, steps_report
 from mbert_lib.pipeline.core import Context, run_steps
-from mbert_lib.pipeline.registry import get_pipeline_preset
+from mbert_lib.pipeline.registry import get_recipe
 from tests.report_fixtures import make_run
 
 
 def _run(out, publish, log):
-    settings = {"report": {**get_pipeline_preset("laptop")["report"], "publish": publish}}
+    settings = {"report": {**get_recipe("laptop")["report"], "publish": publish}}
     ctx = Context(out_dir=out, settings=settings, log=log.append, show_progress=False)
     return run_steps(steps_report.STEPS, ctx)[0]["result"]
 
@@ -36,12 +36,12 @@ def test_report_step_writes_under_out_and_publishes_for_laptop(tmp_path, monkeyp
     assert result["published"] == str(repo / "results" / "REPORT.md")
     assert "](../figures/report_step_times.png)" in published
     assert (repo / "figures" / "report_step_times.png").exists()
-    assert "# MobileBERT, step by step: reproduction report (`laptop` preset)" in published
+    assert "# MobileBERT, step by step: reproduction report (`laptop` recipe)" in published
 
 
 def test_the_report_lists_the_registry_steps_in_order():
     """The report's settings carry the pipeline's step order, optional steps apart."""
-    report = get_pipeline_preset("smoke")["report"]
+    report = get_recipe("smoke")["report"]
     assert report["order"] == [s.name for s in STEPS if not s.optional]
     assert report["optional"] == [s.name for s in STEPS if s.optional]
     # a full run: the main student, the rows the transfer step and the payoff read

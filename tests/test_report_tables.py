@@ -42,7 +42,7 @@ def _markdown(records):
         records,
         MACHINE,
         ReportRun(
-            preset="laptop",
+            recipe="laptop",
             budget_minutes=45,
             command_line="python -m mbert_lib reproduce",
             source="runs/laptop",
@@ -181,7 +181,7 @@ def test_missing_steps_say_not_run(tmp_path):
         records,
         MACHINE,
         ReportRun(
-            preset="smoke",
+            recipe="smoke",
             budget_minutes=3,
             command_line="c",
             source="s",
@@ -285,7 +285,7 @@ def test_tables_8_9_over_pretraining_seeds_and_budget_without_optional_steps(tmp
         records,
         MACHINE,
         ReportRun(
-            preset="laptop",
+            recipe="laptop",
             budget_minutes=45,
             command_line="c",
             source="runs/laptop",

@@ -1,4 +1,5 @@
-"""Argument types the commands share: argparse reports a bad value naming its flag, exit 2."""
+"""Argument types and flags the commands share: argparse reports a bad value naming its
+flag, exit 2."""
 
 from __future__ import annotations
 
@@ -51,6 +52,26 @@ def _check_writable(directory: str, text: str) -> None:
             f"cannot write {text!r}: {directory} does not take files ({e.strerror}); "
             "choose a writable place"
         ) from None
+
+
+class _Renamed(argparse.Action):
+    """A flag that has a new name: not in --help; given, it stops at once (exit 2) naming
+    the new one, whatever value follows it."""
+
+    def __init__(self, option_strings, dest, renamed_to: str, **kwargs):
+        self.renamed_to = renamed_to
+        kwargs.update(nargs="?", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        parser.error(f"{option_string} was renamed {self.renamed_to}")
+
+
+def add_recipe_argument(parser, help: str) -> None:
+    """--recipe (the pipeline's recipe, mbert_lib/pipeline/recipes/<name>.yaml; default
+    laptop), and its former name --preset, which only says it was renamed."""
+    parser.add_argument("--recipe", default="laptop", help=help)
+    parser.add_argument("--preset", action=_Renamed, renamed_to="--recipe")
 
 
 def check_seq_length(seq_length: int, configs: dict, flag: str = "--seq_length") -> None:

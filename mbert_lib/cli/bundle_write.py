@@ -1,5 +1,7 @@
 """`python -m mbert_lib bundle write`: the compact bundle of a finished run's trained steps."""
 
+from mbert_lib.cli._args import add_recipe_argument
+
 HELP = (
     "pack a finished run's teacher, PKT student, its ablations without AT and without PD "
     "and the transfer summary, with the records of the other Table 8/9 rows and their "
@@ -8,10 +10,8 @@ HELP = (
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument(
-        "--preset", default="laptop", help="the run's preset (default: %(default)s)"
-    )
-    parser.add_argument("--run", default=None, help="the run directory (default: runs/<preset>)")
+    add_recipe_argument(parser, help="the run's recipe (default: %(default)s)")
+    parser.add_argument("--run", default=None, help="the run directory (default: runs/<recipe>)")
     parser.add_argument(
         "--data-dir",
         "--data_dir",
@@ -29,6 +29,6 @@ def run(args) -> int:
     from mbert_lib.pipeline import make_context
     from mbert_lib.pipeline.bundle import DEFAULT_BUNDLE, write_bundle
 
-    ctx = make_context(args.preset, args.run, args.data_dir)
+    ctx = make_context(args.recipe, args.run, args.data_dir)
     write_bundle(ctx, args.out or DEFAULT_BUNDLE)
     return 0

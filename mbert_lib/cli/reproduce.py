@@ -3,6 +3,7 @@
 import os
 
 from mbert_lib.cli import CommandError
+from mbert_lib.cli._args import add_recipe_argument
 
 HELP = (
     "run the whole reduced-size pipeline (data -> teacher -> transfer -> fine-tuning -> "
@@ -11,9 +12,8 @@ HELP = (
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument(
-        "--preset",
-        default="laptop",
+    add_recipe_argument(
+        parser,
         help="laptop (tens of minutes on 2 cores), smoke (minutes, tiny) or attention_lab "
         "(attention transfer on a generated induction task, minutes); default: %(default)s",
     )
@@ -26,7 +26,7 @@ def add_arguments(parser) -> None:
         "../shared/data; default: $MBERT_DATA_DIR, else the offline "
         "builtin corpus",
     )
-    parser.add_argument("--out", default=None, help="output directory (default: runs/<preset>)")
+    parser.add_argument("--out", default=None, help="output directory (default: runs/<recipe>)")
     parser.add_argument(
         "--steps",
         default=None,
@@ -39,8 +39,8 @@ def add_arguments(parser) -> None:
         default=None,
         choices=["shipped", "trained"],
         help="shipped: the teacher in teachers/laptop_ibbert, pre-trained for hours, "
-        "with its own vocabulary; trained: pre-train one in the run (the preset's "
-        "teacher step); default: the preset's (shipped)",
+        "with its own vocabulary; trained: pre-train one in the run (the recipe's "
+        "teacher step); default: the recipe's (shipped)",
     )
     parser.add_argument(
         "--mixed_precision",
@@ -66,7 +66,7 @@ def run(args) -> int:
             raise CommandError("--steps names no step (leave it out to run every step)")
     try:
         ctx = make_context(
-            args.preset,
+            args.recipe,
             args.out,
             args.data_dir,
             mixed_precision=args.mixed_precision,
@@ -76,12 +76,12 @@ def run(args) -> int:
         raise CommandError(str(e)) from None
     reproduction = "teacher" in ctx.settings
     ctx.log(
-        f"reproduce: preset {args.preset}, output {ctx.out_dir}"
+        f"reproduce: recipe {args.recipe}, output {ctx.out_dir}"
         + (f", data {ctx.data_dir or 'builtin (offline default)'}" if reproduction else "")
         + (f", teacher {ctx.settings['teacher']['source']}" if reproduction else "")
         + (f", {args.mixed_precision}" if args.mixed_precision != "float32" else "")
     )
-    steps = own_steps(args.preset) or STEPS
+    steps = own_steps(args.recipe) or STEPS
     records: list[dict] = []
     try:
         run_steps(steps, ctx, only, records=records)

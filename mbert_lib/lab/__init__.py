@@ -13,7 +13,7 @@ shows what attention transfer carries.
     measure   accuracy on structured predictions; attention mass on the rule's target
     run       the whole lab, resumable; attention_lab.json
 
-`python -m mbert_lib reproduce --preset attention_lab --out DIR` runs it
+`python -m mbert_lib reproduce --recipe attention_lab --out DIR` runs it
 (`mbert_lib.pipeline.steps_lab`).
 """
 

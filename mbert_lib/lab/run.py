@@ -370,7 +370,7 @@ def lab_models(out_dir, seed: int = 0) -> tuple[LabSettings, dict]:
     result = out_dir / RESULT_FILE
     if not result.is_file():
         raise FileNotFoundError(
-            f"{result} does not exist: run python -m mbert_lib reproduce --preset "
+            f"{result} does not exist: run python -m mbert_lib reproduce --recipe "
             f"attention_lab --out {out_dir}"
         )
     settings = lab_settings(json.loads(result.read_text(encoding="utf-8"))["settings"])

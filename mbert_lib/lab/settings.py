@@ -1,7 +1,7 @@
 """The attention-transfer lab's settings: the task, the models, every student's budget.
 
-Read from the pipeline preset (`presets/attention_lab.yaml`) with `lab_settings`, which
-names the key and what it expected for any bad value.
+Read from the pipeline's recipe (`pipeline/recipes/attention_lab.yaml`) with
+`lab_settings`, which names the key and what it expected for any bad value.
 """
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ class LabSettings:
 
 
 def lab_settings(values: Mapping[str, Any]) -> LabSettings:
-    """LabSettings from plain values (a preset's `attention_lab` section)."""
+    """LabSettings from plain values (a pipeline recipe's `attention_lab` section)."""
     return from_dict(LabSettings, values, "attention_lab")
 
 

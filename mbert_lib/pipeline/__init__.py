@@ -5,10 +5,10 @@
     checks.py    the data directory before a run, a full disk during one
     steps.py     data and teacher steps (thin glue to the library); steps_*.py the others
     steps_report.py  the last step: REPORT.md from every record (mbert_lib.report)
-    registry.py  every step module in order; the `laptop` and `smoke` presets, and
+    registry.py  every step module in order; the `laptop` and `smoke` recipes, and
                  `attention_lab`, which runs its own step (steps_lab.py, mbert_lib.lab)
-    presets/     each preset's settings per step, as data (laptop.yaml, smoke.yaml,
-                 attention_lab.yaml), read by preset_settings.py
+    recipes/     each recipe's settings per step, as data (laptop.yaml, smoke.yaml,
+                 attention_lab.yaml), read by recipe_settings.py
     precision.py the bfloat16 opt-in: every trainer step's runtime.mixed_precision
     bundle.py    a finished run's trained steps in one checked file, installed by ensure()
 
@@ -36,13 +36,13 @@ from mbert_lib.pipeline.core import (
     run_steps,
     summary_table,
 )
-from mbert_lib.pipeline.registry import PRESETS, STEPS, get_pipeline_preset
+from mbert_lib.pipeline.registry import RECIPES, STEPS, get_recipe
 from mbert_lib.pipeline.teacher_choice import choose_teacher
 from mbert_lib.runtime import REPO_ROOT, fast_mode
 
 
 def make_context(
-    preset: str = "laptop",
+    recipe: str = "laptop",
     out_dir: str | None = None,
     data_dir: str | None = None,
     log=print,
@@ -50,31 +50,31 @@ def make_context(
     mixed_precision: str = "float32",
     teacher: str | None = None,
 ) -> Context:
-    """A Context for `preset`, writing under out_dir (default runs/<preset>).
+    """A Context for `recipe`, writing under out_dir (default runs/<recipe>).
 
     mixed_precision "bfloat16" trains every step in bfloat16 (`precision.py`); it is
     refused on a CPU without native bfloat16. teacher: "shipped" or "trained" (None: the
-    preset's; `teacher_choice.py`).
+    recipe's; `teacher_choice.py`).
     """
     precision.check_precision(mixed_precision)
-    settings = get_pipeline_preset(preset)
+    settings = get_recipe(recipe)
     if "teacher" in settings:
         settings = choose_teacher(settings, teacher)
     elif teacher is not None or mixed_precision != "float32":
         raise ValueError(
-            f"preset {preset!r} trains its own small models: --teacher and --mixed_precision "
-            "apply to the reproduction presets (laptop, smoke)"
+            f"recipe {recipe!r} trains its own small models: --teacher and --mixed_precision "
+            "apply to the reproduction recipes (laptop, smoke)"
         )
     if mixed_precision != "float32":
         settings = precision.with_mixed_precision(settings, mixed_precision)
-    out = Path(out_dir) if out_dir else core.DEFAULT_OUT / preset
+    out = Path(out_dir) if out_dir else core.DEFAULT_OUT / recipe
     return Context(
         out_dir=out,
         settings=settings,
         data_dir=data_dir_or_env(data_dir),
         log=log,
         show_progress=show_progress,
-        preset=preset,
+        recipe=recipe,
     )
 
 
@@ -133,7 +133,7 @@ __all__ = [
     "Context",
     "DiskFullError",
     "PipelineError",
-    "PRESETS",
+    "RECIPES",
     "STEPS",
     "Step",
     "ensure",

@@ -64,7 +64,7 @@ from mbert_lib.step_records import (
     read_record,
 )
 
-DEFAULT_OUT = REPO_ROOT / "runs"  # a preset's run goes to DEFAULT_OUT/<preset> by default
+DEFAULT_OUT = REPO_ROOT / "runs"  # a recipe's run goes to DEFAULT_OUT/<recipe> by default
 
 
 class DiskFullError(PipelineError):
@@ -93,7 +93,7 @@ class Step:
 
 @dataclasses.dataclass
 class Context:
-    """What every step sees: where to write, the preset's settings, the data directory."""
+    """What every step sees: where to write, the recipe's settings, the data directory."""
 
     out_dir: Path
     settings: Mapping[str, Mapping[str, Any]]  # step name -> its settings
@@ -101,7 +101,7 @@ class Context:
     log: Callable[[str], None] = print
     show_progress: bool = True
     bundle: Path | None = None  # trained steps to install (pipeline.bundle)
-    preset: str | None = None  # its name: the reference step times (eta.py)
+    recipe: str | None = None  # its name: the reference step times (eta.py)
 
     def step_dir(self, name: str) -> Path:
         return self.out_dir / name
@@ -180,7 +180,7 @@ def run_steps(
         found, pending = _pending(todo, ctx, prints)
         estimate = eta.Estimate(
             {
-                **eta.reference_seconds(ctx.preset),
+                **eta.reference_seconds(ctx.recipe),
                 **{n: found[n]["seconds"] for n in pending if found[n]},
             }
         )

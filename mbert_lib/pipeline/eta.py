@@ -2,14 +2,14 @@
 
 A step's expected time is, in order: the seconds of the record it left in this
 run directory before (the settings may have changed since: a rough guide),
-else the seconds a reference run of the same preset recorded
+else the seconds a reference run of the same recipe recorded
 (step_seconds.json, written by `write_reference` from a finished run, with the
 CPU it ran on). Once steps have run here, every expectation is scaled by
 
     pace = Σ actual seconds of the steps run so far / Σ their expected seconds
 
 so a machine twice as slow as the reference sees its estimate double after the
-first step. Steps with no expectation (a preset no reference has run) are
+first step. Steps with no expectation (a recipe no reference has run) are
 counted as unknown, and the estimate says so.
 """
 
@@ -26,33 +26,33 @@ from mbert_lib.step_records import RECORD_FILE, read_record
 REFERENCE_FILE = Path(__file__).with_name("step_seconds.json")
 
 
-def reference_seconds(preset: str | None, reference_file: Path | None = None) -> dict[str, float]:
-    """{step: seconds} of the reference run of `preset` ({} when there is none)."""
+def reference_seconds(recipe: str | None, reference_file: Path | None = None) -> dict[str, float]:
+    """{step: seconds} of the reference run of `recipe` ({} when there is none)."""
     reference_file = reference_file or REFERENCE_FILE
-    if preset is None or not reference_file.is_file():
+    if recipe is None or not reference_file.is_file():
         return {}
-    presets = json.loads(reference_file.read_text(encoding="utf-8"))
-    return dict(presets.get(preset, {}).get("seconds", {}))
+    recipes = json.loads(reference_file.read_text(encoding="utf-8"))
+    return dict(recipes.get(recipe, {}).get("seconds", {}))
 
 
-def write_reference(run_dir: Path, preset: str, reference_file: Path | None = None) -> dict:
-    """Records the seconds of every finished step of `run_dir` as `preset`'s reference,
+def write_reference(run_dir: Path, recipe: str, reference_file: Path | None = None) -> dict:
+    """Records the seconds of every finished step of `run_dir` as `recipe`'s reference,
     except those of steps that ran on a loaded CPU (`was_loaded`): for those the
     reference keeps the seconds it had."""
     reference_file = reference_file or REFERENCE_FILE
-    presets = (
+    recipes = (
         json.loads(reference_file.read_text(encoding="utf-8")) if reference_file.is_file() else {}
     )
-    seconds = dict(presets.get(preset, {}).get("seconds", {}))
+    seconds = dict(recipes.get(recipe, {}).get("seconds", {}))
     for path in sorted(Path(run_dir).glob(f"*/{RECORD_FILE}")):
         record = read_record(path.parent)
         if path.parent.name == record["step"] and not (  # not a moved-aside .stale- copy
             was_loaded(record) and record["step"] in seconds
         ):
             seconds[record["step"]] = record["seconds"]
-    presets[preset] = {"cpu": cpu_model(), "seconds": dict(sorted(seconds.items()))}
-    atomic.write_text(reference_file, json.dumps(presets, indent=2, sort_keys=True) + "\n")
-    return presets[preset]
+    recipes[recipe] = {"cpu": cpu_model(), "seconds": dict(sorted(seconds.items()))}
+    atomic.write_text(reference_file, json.dumps(recipes, indent=2, sort_keys=True) + "\n")
+    return recipes[recipe]
 
 
 def was_loaded(record: Mapping) -> bool:

@@ -1,4 +1,4 @@
-"""`reproduce --mixed_precision bfloat16`: every trainer step of a preset in bfloat16.
+"""`reproduce --mixed_precision bfloat16`: every trainer step of a recipe in bfloat16.
 
 Measured against float32 in one process (experiments/bfloat16_vs_float32.py,
 docs/distillation_throughput.md): on a CPU with native bfloat16 (AVX512-BF16 or AMX), the
@@ -37,7 +37,7 @@ def check_precision(precision: str, info: dict | None = None) -> None:
 def with_mixed_precision(
     settings: Mapping[str, Mapping[str, Any]], precision: str
 ) -> dict[str, Any]:
-    """A copy of a preset's step settings with `runtime.mixed_precision` in the
+    """A copy of a recipe's step settings with `runtime.mixed_precision` in the
     overrides of every experiment a step trains (each dict naming a `config_file`)."""
 
     def visit(node):

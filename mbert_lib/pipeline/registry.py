@@ -1,11 +1,11 @@
-"""All steps of the reproduction in order, and the named presets' settings for each.
+"""All steps of the reproduction in order, and the named recipes' settings for each.
 
-Presets: `laptop` (the paper's pipeline in tens of minutes on 2 CPU cores) and
+Recipes: `laptop` (the paper's pipeline in tens of minutes on 2 CPU cores) and
 `smoke` (the same steps, tiny, in a few minutes: CI's end-to-end test), read
-from `presets/<name>.yaml` (mbert_lib.pipeline.preset_settings). A preset maps
+from `recipes/<name>.yaml` (mbert_lib.pipeline.recipe_settings). A recipe maps
 each step name to its settings (plain JSON values, so that a step's
 fingerprint changes when they do); the report step's settings also get the
-step order. A preset with its own steps (`attention_lab`: `LAB_STEPS`) names them
+step order. A recipe with its own steps (`attention_lab`: `LAB_STEPS`) names them
 in its file and holds settings for those alone.
 """
 
@@ -23,11 +23,11 @@ from mbert_lib.pipeline import steps_payoff as payoff_steps
 from mbert_lib.pipeline import steps_report as report_steps
 from mbert_lib.pipeline import steps_seeds as seed_steps
 from mbert_lib.pipeline.core import PipelineError
-from mbert_lib.pipeline.preset_settings import (
-    load_preset_settings,
-    preset_names,
-    preset_steps,
-    reproduction_presets,
+from mbert_lib.pipeline.recipe_settings import (
+    load_recipe_settings,
+    recipe_names,
+    recipe_steps,
+    reproduction_recipes,
 )
 
 # In pipeline order: a step's dependencies (and the models a fine-tuning step
@@ -44,7 +44,7 @@ STEP_MODULES = (
 )
 
 STEPS = [step for module in STEP_MODULES for step in module.STEPS]
-# Steps that are not part of the reproduction: a preset names them (`.steps`).
+# Steps that are not part of the reproduction: a recipe names them (`.steps`).
 LAB_STEPS = list(lab_steps.STEPS)
 # The report lists the steps of a full run and the optional ones, in this order.
 STEP_ORDER = {
@@ -53,52 +53,52 @@ STEP_ORDER = {
 }
 
 
-def own_steps(preset: str) -> list | None:
-    """The steps `preset`'s file names instead of the reproduction's, or None."""
-    names = preset_steps(preset)
+def own_steps(recipe: str) -> list | None:
+    """The steps `recipe`'s file names instead of the reproduction's, or None."""
+    names = recipe_steps(recipe)
     if names is None:
         return None
     by_name = {s.name: s for s in LAB_STEPS}
     unknown = [n for n in names if n not in by_name]
     if unknown:
         raise PipelineError(
-            f"preset {preset!r} names unknown steps {unknown}; known: {sorted(by_name)}"
+            f"recipe {recipe!r} names unknown steps {unknown}; known: {sorted(by_name)}"
         )
     return [by_name[n] for n in names]
 
 
 def _with_step_order(name: str) -> dict[str, dict[str, Any]]:
-    settings = load_preset_settings(name)
-    if preset_steps(name) is not None:
+    settings = load_recipe_settings(name)
+    if recipe_steps(name) is not None:
         names = [s.name for s in own_steps(name)]
         if sorted(settings) != sorted(names):
             raise PipelineError(
-                f"preset {name!r}: expected settings for exactly its steps {names}, got "
+                f"recipe {name!r}: expected settings for exactly its steps {names}, got "
                 f"{sorted(settings)}"
             )
         return settings
     names = [s.name for s in STEPS]
     if sorted(settings) != sorted(names):
         raise PipelineError(
-            f"preset {name!r}: expected settings for exactly the steps {names}; missing "
+            f"recipe {name!r}: expected settings for exactly the steps {names}; missing "
             f"{sorted(set(names) - set(settings))}, unknown {sorted(set(settings) - set(names))}"
         )
     settings[report_steps.NAME] = {**settings[report_steps.NAME], **STEP_ORDER}
     return settings
 
 
-# The reproduction's presets; LAB_PRESETS run steps of their own.
-PRESETS: dict[str, dict[str, dict[str, Any]]] = {
-    name: _with_step_order(name) for name in reproduction_presets()
+# The reproduction's recipes; LAB_RECIPES run steps of their own.
+RECIPES: dict[str, dict[str, dict[str, Any]]] = {
+    name: _with_step_order(name) for name in reproduction_recipes()
 }
-LAB_PRESETS: dict[str, dict[str, dict[str, Any]]] = {
-    name: _with_step_order(name) for name in preset_names() if name not in PRESETS
+LAB_RECIPES: dict[str, dict[str, dict[str, Any]]] = {
+    name: _with_step_order(name) for name in recipe_names() if name not in RECIPES
 }
 
 
-def get_pipeline_preset(name: str) -> dict[str, dict[str, Any]]:
-    known = {**PRESETS, **LAB_PRESETS}
+def get_recipe(name: str) -> dict[str, dict[str, Any]]:
+    known = {**RECIPES, **LAB_RECIPES}
     try:
         return known[name]
     except KeyError:
-        raise PipelineError(f"unknown preset {name!r}; known presets: {sorted(known)}") from None
+        raise PipelineError(f"unknown recipe {name!r}; known recipes: {sorted(known)}") from None

@@ -1,4 +1,4 @@
-"""The knowledge-transfer steps of `python -m mbert_lib reproduce` (settings: presets/*.yaml).
+"""The knowledge-transfer steps of `python -m mbert_lib reproduce` (settings: recipes/*.yaml).
 
     pkt                    the main student: progressive transfer (FMT + AT per layer), then PD
     jkt, akt               paper Table 8: joint and auxiliary transfer, same number of steps
@@ -28,9 +28,9 @@ ablation_copy (copy_embeddings) → ablation_pd (α < 1: knowledge distillation)
 ablation_pd_fmt (layer-wise FMT stages) → pkt (AT in those stages). Every run
 but ablation_fmt_at makes the same number of student updates (rows without
 layer-wise stages spend them all in PD); each writes a model directory
-under runs/<preset>/<step> and records its held-out MLM accuracy,
+under runs/<recipe>/<step> and records its held-out MLM accuracy,
 perplexity and NSP accuracy (on the held-out split of the pre-training data)
-in its step result. Settings (mbert_lib/pipeline/presets/<preset>.yaml) name an
+in its step result. Settings (mbert_lib/pipeline/recipes/<recipe>.yaml) name an
 experiment yaml and dotted overrides.
 """
 

@@ -32,18 +32,18 @@ from mbert_lib.finetune.experiment import FinetuneExperiment
 from mbert_lib.finetune.search import mean_std
 from mbert_lib.finetune.trainer import cached_task_data, run_finetuning
 from mbert_lib.pipeline.core import Context, PipelineError, Step, read_record
-from mbert_lib.pipeline.preset_settings import load_preset_settings, reproduction_presets
+from mbert_lib.pipeline.recipe_settings import load_recipe_settings, reproduction_recipes
 from mbert_lib.pipeline.steps import load_step_experiment
 from mbert_lib.runtime import REPO_ROOT
 from mbert_lib.train.pretrain import run_pretraining
 
-# Per preset, the BERT baseline's pre-training steps: the update budget every
+# Per recipe, the BERT baseline's pre-training steps: the update budget every
 # distillation row gives its student (layer-wise stages + pre-training
 # distillation), the same number of updates on the same data
-# (tests/test_pipeline_presets.py checks each row against it).
+# (tests/test_pipeline_recipes.py checks each row against it).
 STUDENT_PRETRAINING_STEPS = {
-    name: load_preset_settings(name)["bert_baseline"]["overrides"]["trainer.train_steps"]
-    for name in reproduction_presets()
+    name: load_recipe_settings(name)["bert_baseline"]["overrides"]["trainer.train_steps"]
+    for name in reproduction_recipes()
 }
 GLUE_TASK, OFFLINE_TASK = "sst2", "builtin_shuffled"
 

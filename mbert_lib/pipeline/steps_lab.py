@@ -1,4 +1,4 @@
-"""The attention-transfer lab as a pipeline step (`reproduce --preset attention_lab`).
+"""The attention-transfer lab as a pipeline step (`reproduce --recipe attention_lab`).
 
     attention_lab   a small IB-BERT teacher learns the generated induction task; five
                     students (PKT, FMT only, AT only, copy only, no transfer) get the same
@@ -17,7 +17,7 @@ from typing import Any
 from mbert_lib.lab.run import RESULT_FILE, run_lab
 from mbert_lib.lab.settings import lab_settings
 from mbert_lib.pipeline.core import DEFAULT_OUT, Context, PipelineError, Step
-from mbert_lib.pipeline.preset_settings import load_preset_settings
+from mbert_lib.pipeline.recipe_settings import load_recipe_settings
 from mbert_lib.runtime import fast_mode
 
 NAME = "attention_lab"
@@ -47,9 +47,9 @@ def notebook_lab_dir() -> Path:
 
 
 def notebook_lab(log=print) -> dict:
-    """The lab a notebook shows (`notebook_lab_dir()`): the preset's, trained when missing
+    """The lab a notebook shows (`notebook_lab_dir()`): the recipe's, trained when missing
     and read back when done, or in fast mode the tiny FAST_LAB."""
-    settings = FAST_LAB if fast_mode() else load_preset_settings(NAME)[NAME]
+    settings = FAST_LAB if fast_mode() else load_recipe_settings(NAME)[NAME]
     return run_lab(lab_settings(settings), notebook_lab_dir(), log)
 
 
@@ -57,7 +57,7 @@ def run_attention_lab(ctx: Context, settings: Mapping[str, Any]) -> dict:
     try:
         parsed = lab_settings(settings)
     except ValueError as e:
-        raise PipelineError(f"preset {ctx.preset!r}: {e}") from None
+        raise PipelineError(f"recipe {ctx.recipe!r}: {e}") from None
     summary = run_lab(parsed, ctx.out_dir, ctx.log)
     means = {v: sum(a) / len(a) for v, a in summary["students"].items()}
     return {

@@ -1,7 +1,7 @@
 """The last step of `python -m mbert_lib reproduce`: REPORT.md from every step's record.
 
     report   <out>/REPORT.md (figures in <out>/report/); with settings["publish"]
-             (the laptop preset) and the default out dir (runs/laptop, no --out) also
+             (the laptop recipe) and the default out dir (runs/laptop, no --out) also
              results/REPORT.md, figures/report_*.png, results/payoff.json and
              results/records.json (every step's record) at the repository root: the
              files the README shows and quotes
@@ -31,14 +31,17 @@ REPORT_FILE = "REPORT.md"
 RECORDS_FILE = "records.json"
 WALL_TIME_FILE = "wall_time.json"
 RECORD_KEYS = ("result", "seconds", "finished", "fingerprint", "load_average", "cpu_count")
+# The key of the recipe's name in this step's settings: the recipes' word before they were
+# called recipes, kept because the settings enter the step's fingerprint.
+RECIPE_KEY = "preset"
 
 
-def _is_default_out(ctx: Context, preset: str) -> bool:
-    return ctx.out_dir.resolve() == (core.DEFAULT_OUT / preset).resolve()
+def _is_default_out(ctx: Context, recipe: str) -> bool:
+    return ctx.out_dir.resolve() == (core.DEFAULT_OUT / recipe).resolve()
 
 
-def _command(ctx: Context, preset: str) -> str:
-    return command(preset, ctx.data_dir, None if _is_default_out(ctx, preset) else str(ctx.out_dir))
+def _command(ctx: Context, recipe: str) -> str:
+    return command(recipe, ctx.data_dir, None if _is_default_out(ctx, recipe) else str(ctx.out_dir))
 
 
 def _shown(path: Path) -> str:
@@ -89,12 +92,13 @@ def wall_time_record(
 
 
 def run_report(ctx: Context, settings: Mapping[str, Any]) -> dict:
-    """settings: preset, budget_minutes, publish, and the registry's step order ("order":
-    the steps of a full run, "optional": the others)."""
+    """settings: the recipe's name (RECIPE_KEY), budget_minutes, publish, and the
+    registry's step order ("order": the steps of a full run, "optional": the others)."""
+    recipe = settings[RECIPE_KEY]
     report_run = ReportRun(
-        preset=settings["preset"],
+        recipe=recipe,
         budget_minutes=settings["budget_minutes"],
-        command_line=_command(ctx, settings["preset"]),
+        command_line=_command(ctx, recipe),
         source=_shown(ctx.out_dir),
         steps=list(settings["order"]),
         optional=list(settings["optional"]),
@@ -107,7 +111,7 @@ def run_report(ctx: Context, settings: Mapping[str, Any]) -> dict:
     )
     ctx.log(f"report: {written['path']}")
     published = None
-    if settings["publish"] and _is_default_out(ctx, settings["preset"]):  # not from a --out run
+    if settings["publish"] and _is_default_out(ctx, recipe):  # not from a --out run
         published = write_report(
             ctx.out_dir,
             report_run,

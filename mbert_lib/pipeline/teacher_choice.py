@@ -28,7 +28,7 @@ SOURCES = ("shipped", "trained")
 def choose_teacher(
     settings: Mapping[str, Mapping[str, Any]], source: str | None = None
 ) -> dict[str, dict[str, Any]]:
-    """The settings with teacher.source = `source` (None: the preset's) resolved: for a
+    """The settings with teacher.source = `source` (None: the recipe's) resolved: for a
     shipped teacher, its record's identity in the teacher's settings and its vocabulary in
     the data step's; for a trained one, the data step trains a vocabulary."""
     settings = copy.deepcopy(dict(settings))

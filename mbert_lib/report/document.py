@@ -51,11 +51,11 @@ SECTIONS = (
 )
 
 
-def command(preset: str, data_dir: str | None, out: str | None) -> str:
+def command(recipe: str, data_dir: str | None, out: str | None) -> str:
     """The command line that makes this run."""
     return (
-        "python -m mbert_lib reproduce --preset "
-        + preset
+        "python -m mbert_lib reproduce --recipe "
+        + recipe
         + (f" --data-dir {data_dir}" if data_dir else "")
         + (f" --out {out}" if out else "")
     )
@@ -319,14 +319,14 @@ def _finetune(records: Records, figure: str | None) -> str:
 class ReportRun:
     """The run a report describes, as the report names it.
 
-    preset: its preset; budget_minutes: the preset's time budget; command_line: the
+    recipe: its recipe; budget_minutes: the recipe's time budget; command_line: the
     command that made the report; source: how the report names the run directory (None:
     `write_report` names it as given); steps: the steps a complete run has, in order
     (those without a record are listed); optional: steps a full run leaves out (shown,
     not counted against the budget).
     """
 
-    preset: str
+    recipe: str
     budget_minutes: float
     command_line: str
     source: str | None = None
@@ -342,7 +342,7 @@ def build_markdown(
 ) -> str:
     """The whole report of `report_run`. `figures`: FIGURES key -> link (relative to the
     file) or None."""
-    preset, budget_minutes = report_run.preset, report_run.budget_minutes
+    recipe, budget_minutes = report_run.recipe, report_run.budget_minutes
     cores = machine.get("cores") or os.cpu_count() or 1
     body = {
         "Payoff": payoff_section(records, figures),
@@ -384,7 +384,7 @@ def build_markdown(
         "Latency and size ratios": 'Latency and size ratios: "4.3× smaller, 5.5× faster"',
     }
     head = [
-        f"# MobileBERT, step by step: reproduction report (`{preset}` preset)",
+        f"# MobileBERT, step by step: reproduction report (`{recipe}` recipe)",
         f"Made by `{report_run.command_line}` on {time.strftime('%Y-%m-%d %H:%M:%S')}. Every "
         f"number of ours is read from the step records under `{report_run.source}`; the "
         "paper's come from `mbert_lib/paper.py` (≈: not confirmed from the paper's own table).",
@@ -394,7 +394,7 @@ def build_markdown(
 
 
 def write_figures(
-    records: Records, directory: Path, budget_minutes: float, preset: str
+    records: Records, directory: Path, budget_minutes: float, recipe: str
 ) -> dict[str, Path]:
     """Draws the figures whose steps have run into `directory`; FIGURES key -> path."""
     out = {}
@@ -405,7 +405,7 @@ def write_figures(
             plot_step_times(
                 times,
                 budget_minutes,
-                f"`{preset}` run: wall time (not in the paper)",
+                f"`{recipe}` run: wall time (not in the paper)",
                 out["step_times"],
             )
         )
@@ -456,7 +456,7 @@ def write_report(
     steps, optional = report_run.steps, report_run.optional
     records = load_records(out_dir, order=[*steps, *optional], exclude=exclude)
     figures = write_figures(
-        records, Path(figures_dir), report_run.budget_minutes, report_run.preset
+        records, Path(figures_dir), report_run.budget_minutes, report_run.recipe
     )
     report_path = Path(report_path)
     links = {k: os.path.relpath(p, report_path.parent) for k, p in figures.items()}
