@@ -19,7 +19,7 @@ import numpy as np
 
 from mbert_lib.bench.timing import write_json
 from mbert_lib.hardware import cpu_info
-from mbert_lib.lab import recipes
+from mbert_lib.lab import variants
 from mbert_lib.lab.data import make_examples
 from mbert_lib.lab.loop import Stage, StageRunner
 from mbert_lib.lab.run import built_model, train_student
@@ -39,9 +39,9 @@ def main() -> None:
     seq_length = settings.task.seq_length
     teacher = built_model(teacher_config(settings), seq_length)
     StageRunner(teacher, train.arrays).run_stage(
-        Stage("teacher", recipes.mlm_loss(teacher)), train.rows(settings.batch_size, 0), 200, 1e-3
+        Stage("teacher", variants.mlm_loss(teacher)), train.rows(settings.batch_size, 0), 200, 1e-3
     )
-    targets = recipes.teacher_targets(teacher, train.arrays, settings.num_layers)
+    targets = variants.teacher_targets(teacher, train.arrays, settings.num_layers)
     train = dataclasses.replace(train, arrays={**train.arrays, **targets})
 
     def student():

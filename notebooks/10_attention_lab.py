@@ -55,7 +55,7 @@ from mbert_lib.data.structured_task import symbol, task_documents, task_tokenize
 from mbert_lib.distill import losses
 from mbert_lib.lab.data import make_examples
 from mbert_lib.lab.measure import evaluate
-from mbert_lib.lab.recipes import LABELS, RECIPES, VARIANTS
+from mbert_lib.lab.variants import LABELS, VARIANT_SPECS, VARIANTS
 from mbert_lib.lab.run import lab_models
 from mbert_lib.lab.settings import student_config, teacher_config
 from mbert_lib.paired import paired_difference
@@ -180,7 +180,7 @@ np.testing.assert_allclose(library, by_hand, rtol=1e-4, atol=1e-6)  # float32 su
 #
 # Every student makes the same number of updates on the same batches for its seed, and
 # every seed starts all five from the same initial weights
-# (`mbert_lib/lab/recipes.py`):
+# (`mbert_lib/lab/variants.py`):
 #
 # | student | stages |
 # |---|---|
@@ -193,17 +193,17 @@ np.testing.assert_allclose(library, by_hand, rtol=1e-4, atol=1e-6)  # float32 su
 # In layer $\ell$'s stage only block $\ell$ trains, as in the paper's progressive
 # transfer. PD is $\tfrac12$ MLM + $\tfrac12$ KD on the teacher's MLM distribution
 # (eq. 3). FMT is tf-models' three terms (weights 100, 5000, 5) and AT weighs 100, as in
-# the laptop pipeline's recipe. The recipe as weights, one compiled step serving all
-# five (NSP always weighs 1):
+# the laptop pipeline's recipe. The five variants as weights, one compiled step serving
+# all five (NSP always weighs 1):
 
 # %%
 display(
     pd.DataFrame(
         {
             LABELS[v]: {
-                **{f"layer {k}": w for k, w in RECIPES[v].layer_weights(settings.at_weight).items()},
-                **{f"final {k}": w for k, w in RECIPES[v].final_weights(settings.at_weight).items()},
-                "copy": RECIPES[v].copy,
+                **{f"layer {k}": w for k, w in VARIANT_SPECS[v].layer_weights(settings.at_weight).items()},
+                **{f"final {k}": w for k, w in VARIANT_SPECS[v].final_weights(settings.at_weight).items()},
+                "copy": VARIANT_SPECS[v].copy,
             }
             for v in VARIANTS
         }
@@ -378,10 +378,10 @@ explore(explorer, f"{symbol(2)} {pattern} {pattern} {pattern}", layer=L, head=H,
 # Worked solutions: `solutions/10_attention_lab_solutions.ipynb`.
 #
 # 1. **Does the map survive without AT in the final stage?** Train an AT-only student
-#    whose final stage is PD alone (`Recipe(True, ("at",), True, False)`) and measure its
+#    whose final stage is PD alone (`Variant(True, ("at",), True, False)`) and measure its
 #    rule-head mass and accuracy against the lab's AT-only student.
-#    *Hint: `mbert_lib.lab.run.train_student` takes the variant's recipe from
-#    `recipes.RECIPES`; add one under a new name for the run.*
+#    *Hint: `mbert_lib.lab.run.train_student` looks the variant up in
+#    `variants.VARIANT_SPECS`; add one under a new name for the run.*
 # 2. **What does "untrained" attend to?** Before transfer the rule head's mass on the
 #    target is small but not zero. Predict it from the masks alone, assuming every
 #    query spreads its attention evenly over the example's real tokens, and compare

@@ -11,11 +11,10 @@ import tf_keras
 
 from mbert_lib.data.structured_task import symbol
 from mbert_lib.distill import losses
-from mbert_lib.lab import recipes
+from mbert_lib.lab import variants
 from mbert_lib.lab.data import MODEL_INPUTS, LabExamples, make_examples
 from mbert_lib.lab.loop import Stage, StageRunner, StageSchedule
 from mbert_lib.lab.measure import evaluate, rule_attention_mass
-from mbert_lib.lab.recipes import AT_VARIANTS, LABELS, VARIANTS
 from mbert_lib.lab.run import (
     built_model,
     lab_models,
@@ -24,6 +23,7 @@ from mbert_lib.lab.run import (
     settings_fingerprint,
 )
 from mbert_lib.lab.settings import lab_settings, student_config, teacher_config
+from mbert_lib.lab.variants import AT_VARIANTS, LABELS, VARIANTS
 from mbert_lib.pipeline.steps_lab import FAST_LAB, fast_lab_dir
 from mbert_lib.viz.attention_explorer import AttentionExplorer
 
@@ -111,24 +111,24 @@ def _one_batch():
     tf_keras.utils.set_random_seed(3)
     student = built_model(student_config(settings), settings.task.seq_length)
     batch = {k: v[:6] for k, v in train.arrays.items()}
-    return student, {**batch, **recipes.teacher_targets(teacher, batch, settings.num_layers)}
+    return student, {**batch, **variants.teacher_targets(teacher, batch, settings.num_layers)}
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
-def test_each_recipes_weighted_losses_equal_the_paper_terms_computed_directly(variant):
-    """The weight-driven losses (one compiled step for every recipe) against the paper's
-    terms assembled in plain Python from `losses`, as each recipe names them."""
+def test_each_variants_weighted_losses_equal_the_paper_terms_computed_directly(variant):
+    """The weight-driven losses (one compiled step for every variant) against the paper's
+    terms assembled in plain Python from `losses`, as each variant names them."""
     student, batch = _one_batch()
-    recipe = recipes.RECIPES[variant]
+    spec = variants.VARIANT_SPECS[variant]
     out = student({k: batch[k] for k in MODEL_INPUTS}, training=True)
     pd = losses.pretraining_distillation(
         out["mlm_logits"],
-        batch["teacher/mlm_logits"] if recipe.distill else None,
+        batch["teacher/mlm_logits"] if spec.distill else None,
         batch["masked_lm_ids"],
         batch["masked_lm_weights"],
         out["nsp_logits"],
         batch["next_sentence_labels"],
-        alpha=0.5 if recipe.distill else 1.0,
+        alpha=0.5 if spec.distill else 1.0,
     )["loss"]
 
     def at(layer, probs):
@@ -136,23 +136,23 @@ def test_each_recipes_weighted_losses_equal_the_paper_terms_computed_directly(va
             batch[f"teacher/attention_{layer}"], probs, batch["input_mask"]
         )
 
-    if recipe.final_at:
+    if spec.final_at:
         pd += sum(at(l, p) for l, p in enumerate(out["attention_scores"]))
-    weights = {k: tf.constant(v) for k, v in recipe.final_weights().items()}
-    got = recipes.final_loss(student)(batch, weights)
+    weights = {k: tf.constant(v) for k, v in spec.final_weights().items()}
+    got = variants.final_loss(student)(batch, weights)
     np.testing.assert_allclose(float(got), float(pd), rtol=1e-5)
     for layer in (0, 1):
         want = 0.0
-        if "fmt" in recipe.layer_terms:
+        if "fmt" in spec.layer_terms:
             want += losses.feature_map_transfer(
                 batch[f"teacher/features_{layer}"],
                 out["encoder_outputs"][layer],
                 batch["input_mask"],
             )["fmt"]
-        if "at" in recipe.layer_terms:
+        if "at" in spec.layer_terms:
             want += at(layer, out["attention_scores"][layer])
-        weights = {k: tf.constant(v) for k, v in recipe.layer_weights().items()}
-        got = recipes.layer_loss(student, layer)(batch, weights)
+        weights = {k: tf.constant(v) for k, v in spec.layer_weights().items()}
+        got = variants.layer_loss(student, layer)(batch, weights)
         np.testing.assert_allclose(float(got), float(want), rtol=1e-5, atol=1e-7)
 
 
@@ -162,12 +162,12 @@ def test_a_layer_stage_trains_its_own_block_alone():
     student, batch = _one_batch()
     runner = StageRunner(student, batch, jit_compile=False)
     before = {id(v): v.numpy().copy() for v in student.trainable_variables}
-    own = {id(v) for v in recipes.stage_variables(student, 0)}
+    own = {id(v) for v in variants.stage_variables(student, 0)}
     rows = iter([np.arange(6, dtype=np.int32)] * 3)
-    weights = recipes.RECIPES["pkt"].layer_weights(100.0)
+    weights = variants.VARIANT_SPECS["pkt"].layer_weights(100.0)
     runner.run_stage(
         Stage(
-            "layer0", recipes.layer_loss(student, 0), recipes.stage_variables(student, 0), weights
+            "layer0", variants.layer_loss(student, 0), variants.stage_variables(student, 0), weights
         ),
         rows,
         3,
@@ -184,7 +184,7 @@ def test_a_term_left_out_is_not_computed_so_an_infinite_one_gives_no_nan():
     with tf.GradientTape() as tape:
         x = tf.Variable(0.0)
         tape.watch(x)
-        loss = recipes._term(tf.constant(0.0), lambda: tf.math.xlogy(1.0, x)) + x  # log 0
+        loss = variants._term(tf.constant(0.0), lambda: tf.math.xlogy(1.0, x)) + x  # log 0
     assert float(loss) == 0.0 and float(tape.gradient(loss, x)) == 1.0
 
 

@@ -3,13 +3,13 @@
 On WikiText the teacher's maps are mostly positional smears; here they are an
 algorithm. A small IB-BERT teacher learns the generated induction task
 (`mbert_lib.data.structured_task`), and five small MobileBERT students with the same
-number of updates learn from it by different recipes; which of them learn the task
-shows what attention transfer carries.
+number of updates learn from it, each by its own variant of the transfer; which of them
+learn the task shows what attention transfer carries.
 
     settings  the task, the model sizes, the budgets (LabSettings); teacher/student configs
     data      the task's documents through BERT's MLM + NSP writer, in memory
     loop      a compiled step per stage kind, warm-up + linear decay, reused across runs
-    recipes   the five students' stages and losses (PKT, FMT only, AT only, copy, none)
+    variants  the five students' stages and losses (PKT, FMT only, AT only, copy, none)
     measure   accuracy on structured predictions; attention mass on the rule's target
     run       the whole lab, resumable; attention_lab.json
 

@@ -30,7 +30,7 @@ import tf_keras
 from mbert_lib import atomic, hardware, strict_json
 from mbert_lib.config_tree import to_dict
 from mbert_lib.distill.initialize import copy_from_teacher
-from mbert_lib.lab import recipes
+from mbert_lib.lab import variants
 from mbert_lib.lab.data import LabExamples, make_examples
 from mbert_lib.lab.loop import Stage, StageRunner
 from mbert_lib.lab.measure import evaluate
@@ -134,7 +134,7 @@ def train_teacher(settings, train, dev, work: Path, fingerprint: str, log) -> tu
     start = time.perf_counter()
     curve = _Curve(teacher, dev, settings, enabled=True)
     StageRunner(teacher, train.arrays, settings.jit_compile).run_stage(
-        Stage("teacher", recipes.mlm_loss(teacher)),
+        Stage("teacher", variants.mlm_loss(teacher)),
         train.rows(settings.batch_size, 0),
         settings.teacher_steps,
         settings.teacher_learning_rate,
@@ -176,26 +176,26 @@ def initial_weights(settings: LabSettings, seed: int) -> list[np.ndarray]:
 def train_student(variant, seed, teacher, student, runner, settings, train, dev) -> dict:
     """One student of `variant` from seed `seed`'s initialisation: its record.
     `student` is a built model whose weights are replaced."""
-    recipe = recipes.RECIPES[variant]
+    spec = variants.VARIANT_SPECS[variant]
     student.set_weights(initial_weights(settings, seed))
-    if recipe.copy:
+    if spec.copy:
         copy_from_teacher(teacher, student)
     runner.reset()
     before = evaluate(student, dev)
     rows = train.rows(settings.batch_size, 1000 + seed)
     curve = _Curve(student, dev, settings, enabled=seed == 0)
     stages = [
-        (layer, recipes.layer_loss(student, layer), recipe.layer_weights(settings.at_weight))
+        (layer, variants.layer_loss(student, layer), spec.layer_weights(settings.at_weight))
         for layer in range(settings.num_layers)
-        if recipe.layer_terms
+        if spec.layer_terms
     ]
     final_steps = settings.student_steps - settings.layer_steps * len(stages)
-    stages.append((None, recipes.final_loss(student), recipe.final_weights(settings.at_weight)))
+    stages.append((None, variants.final_loss(student), spec.final_weights(settings.at_weight)))
     start = time.perf_counter()
     for layer, loss_fn, weights in stages:
         steps = settings.layer_steps if layer is not None else final_steps
         stage = Stage(
-            recipes.stage_key(layer), loss_fn, recipes.stage_variables(student, layer), weights
+            variants.stage_key(layer), loss_fn, variants.stage_variables(student, layer), weights
         )
         runner.run_stage(
             stage, rows, steps, settings.student_learning_rate, curve, settings.curve_interval
@@ -216,10 +216,10 @@ TEACHER_AIM, AT_AIM, WITHOUT_AT_AIM = 0.95, 0.90, 0.60
 
 def _targets(teacher_accuracy: float, accuracy: dict, paired: dict) -> dict:
     mean = {v: float(np.mean(a)) for v, a in accuracy.items()}
-    without_at = [v for v in recipes.VARIANTS if v not in recipes.AT_VARIANTS]
+    without_at = [v for v in variants.VARIANTS if v not in variants.AT_VARIANTS]
     return {
         "teacher": {"aim": TEACHER_AIM, "met": teacher_accuracy >= TEACHER_AIM},
-        "with_at": {"aim": AT_AIM, "met": all(mean[v] >= AT_AIM for v in recipes.AT_VARIANTS)},
+        "with_at": {"aim": AT_AIM, "met": all(mean[v] >= AT_AIM for v in variants.AT_VARIANTS)},
         "without_at": {
             "aim": WITHOUT_AT_AIM,
             "met": all(mean[v] <= WITHOUT_AT_AIM for v in without_at),
@@ -233,7 +233,7 @@ def _targets(teacher_accuracy: float, accuracy: dict, paired: dict) -> dict:
 def _summary(settings, teacher_record, students, seconds, resumed, data) -> dict:
     mass = np.array(teacher_record["rule_attention_mass"])  # [L, N]
     layer, head = (int(i) for i in np.unravel_index(np.argmax(mass), mass.shape))
-    per_seed = {v: [students[v][s] for s in range(settings.seeds)] for v in recipes.VARIANTS}
+    per_seed = {v: [students[v][s] for s in range(settings.seeds)] for v in variants.VARIANTS}
     accuracy = {v: [r["structured_accuracy"] for r in runs] for v, runs in per_seed.items()}
     paired = {
         f"{a} - {b}": paired_difference(accuracy[a], accuracy[b]).to_dict() for a, b in COMPARISONS
@@ -300,12 +300,12 @@ def run_lab(
         train,
         arrays={
             **train.arrays,
-            **recipes.teacher_targets(teacher, train.arrays, settings.num_layers),
+            **variants.teacher_targets(teacher, train.arrays, settings.num_layers),
         },
     )
-    students: dict[str, dict[int, dict]] = {v: {} for v in recipes.VARIANTS}
+    students: dict[str, dict[int, dict]] = {v: {} for v in variants.VARIANTS}
     todo: queue.SimpleQueue = queue.SimpleQueue()
-    for variant in recipes.VARIANTS:
+    for variant in variants.VARIANTS:
         for seed in range(settings.seeds):
             path, weights = student_paths(work, variant, seed)
             record = _read(path, fingerprint) if weights.is_file() else None
@@ -383,7 +383,7 @@ def lab_models(out_dir, seed: int = 0) -> tuple[LabSettings, dict]:
     before.set_weights(initial_weights(settings, seed))
     copy_from_teacher(teacher, before)
     models = {"teacher": teacher, "before transfer": before}
-    for variant in recipes.VARIANTS:
+    for variant in variants.VARIANTS:
         weights = student_paths(work, variant, seed)[1]
         if not weights.is_file():
             raise FileNotFoundError(f"{weights} does not exist: the lab has not kept this student")

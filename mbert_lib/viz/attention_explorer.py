@@ -40,8 +40,8 @@ from mbert_lib.distill import analysis
 from mbert_lib.distill.experiment import teacher_layer_map
 from mbert_lib.distill.trainer import load_stage_student, read_run
 from mbert_lib.distill.transfer_summary import KL_FLOOR
-from mbert_lib.lab.recipes import LABELS
 from mbert_lib.lab.run import lab_models
+from mbert_lib.lab.variants import LABELS
 from mbert_lib.viz import style
 
 TICK_SIZE = 9  # points; token labels stay legible

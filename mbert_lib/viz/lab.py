@@ -9,7 +9,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import seaborn as sns
 
-from mbert_lib.lab.recipes import LABELS, VARIANTS
+from mbert_lib.lab.variants import LABELS, VARIANTS
 from mbert_lib.viz import style
 
 COLORS = dict(zip(VARIANTS, sns.color_palette("colorblind", len(VARIANTS))))

@@ -35,7 +35,7 @@ import pandas as pd
 from IPython.display import display
 
 from mbert_lib import hardware
-from mbert_lib.lab import recipes
+from mbert_lib.lab import variants
 from mbert_lib.lab.data import make_examples
 from mbert_lib.lab.loop import StageRunner
 from mbert_lib.lab.run import built_model, lab_models, train_student
@@ -54,13 +54,13 @@ train = make_examples(settings, "train")
 train = dataclasses.replace(  # the teacher's outputs the students read, as the lab makes them
     train,
     arrays={**train.arrays,
-            **recipes.teacher_targets(teacher, train.arrays, settings.num_layers)})
+            **variants.teacher_targets(teacher, train.arrays, settings.num_layers)})
 student = built_model(student_config(settings), settings.task.seq_length)
 runner = StageRunner(student, train.arrays, settings.jit_compile)
 
 
 def run(variant, lab_settings=settings):
-    """Seed 0 of `variant` (a key of recipes.RECIPES), as the lab trains it."""
+    """Seed 0 of `variant` (a key of variants.VARIANT_SPECS), as the lab trains it."""
     return train_student(variant, 0, teacher, student, runner, lab_settings, train, dev)
 
 
@@ -71,7 +71,7 @@ def run(variant, lab_settings=settings):
 # same layer-wise stages are followed by PD alone.
 
 # %%
-recipes.RECIPES["at_then_pd"] = recipes.Recipe(
+variants.VARIANT_SPECS["at_then_pd"] = variants.Variant(
     copy=True, layer_terms=("at",), distill=True, final_at=False)
 without = run("at_then_pd")
 lab = {"structured_accuracy": summary["students"]["at_only"][0],
@@ -109,7 +109,7 @@ even = float(np.mean(1.0 / real_tokens))
 measured = pd.DataFrame({
     name: np.array(summary["rule_attention_mass_per_head"][key])[layer]
     for name, key in [("before transfer", "before_transfer")]
-    + [(recipes.LABELS[v], v) for v in recipes.VARIANTS]
+    + [(variants.LABELS[v], v) for v in variants.VARIANTS]
 }, index=[f"head {h}" for h in range(settings.num_heads)]).T
 measured["below even"] = measured[f"head {head}"] < 0.9 * even  # 10 % below
 print(f"even attention: {even:.4f} on the target (1 / real tokens, mean over "

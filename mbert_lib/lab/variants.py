@@ -1,4 +1,4 @@
-"""The five students of the lab, each a list of stages with the paper's loss terms.
+"""The lab's five student variants, each a list of stages with the paper's loss terms.
 
     pkt          copy; per layer l: FMT_l + AT_l (paper eqs. 1-2); then PD + AT
     fmt_only     copy; per layer l: FMT_l; then PD
@@ -40,7 +40,10 @@ LABELS = {
 
 
 @dataclasses.dataclass(frozen=True)
-class Recipe:
+class Variant:
+    """How one variant trains its student: the copy from the teacher, the terms of each
+    layer's stage, and the final stage's."""
+
     copy: bool
     layer_terms: tuple[str, ...]  # "fmt", "at" in each layer's stage; () none
     distill: bool  # the final stage's KD term
@@ -60,12 +63,13 @@ class Recipe:
         return {"mlm": alpha, "kd": 1.0 - alpha, "at": at_weight * self.final_at}
 
 
-RECIPES = {
-    "pkt": Recipe(True, ("fmt", "at"), True, True),
-    "fmt_only": Recipe(True, ("fmt",), True, False),
-    "at_only": Recipe(True, ("at",), True, True),
-    "copy_only": Recipe(True, (), False, False),
-    "no_transfer": Recipe(False, (), False, False),
+# The Variant behind each name in VARIANTS (`run.train_student` trains it).
+VARIANT_SPECS = {
+    "pkt": Variant(True, ("fmt", "at"), True, True),
+    "fmt_only": Variant(True, ("fmt",), True, False),
+    "at_only": Variant(True, ("at",), True, True),
+    "copy_only": Variant(True, (), False, False),
+    "no_transfer": Variant(False, (), False, False),
 }
 
 
@@ -94,7 +98,7 @@ def teacher_targets(teacher, arrays: dict, num_layers: int, batch_size: int = 50
 
 def _term(weight, value: Callable[[], tf.Tensor]) -> tf.Tensor:
     """weight · value(), and 0 without computing value() when the weight is 0: a term a
-    recipe leaves out can be infinite (an attention probability the student never
+    variant leaves out can be infinite (an attention probability the student never
     trained can round to 0 inside AT's log), and 0 · inf would be NaN."""
     return tf.cond(weight > 0, lambda: weight * value(), lambda: tf.constant(0.0))
 
@@ -102,7 +106,7 @@ def _term(weight, value: Callable[[], tf.Tensor]) -> tf.Tensor:
 def layer_loss(student, layer: int):
     """(batch, weights) -> weights["fmt"]·FMT_l + weights["at"]·AT_l between the teacher's
     block `layer` (read from the batch, `teacher_targets`) and the student's. The weights
-    are tensors, so one compiled step serves every recipe's stage of that layer."""
+    are tensors, so one compiled step serves every variant's stage of that layer."""
 
     def loss(batch, weights):
         s_out = student(_inputs(batch), training=True)
@@ -126,7 +130,7 @@ def layer_loss(student, layer: int):
 
 def final_loss(student):
     """(batch, weights) -> the final stage's loss: weights["mlm"]·MLM + weights["kd"]·KD
-    + NSP + weights["at"]·Σ_l AT_l (`Recipe.final_weights`)."""
+    + NSP + weights["at"]·Σ_l AT_l (`Variant.final_weights`)."""
 
     def loss(batch, weights):
         s_out = student(_inputs(batch), training=True)
