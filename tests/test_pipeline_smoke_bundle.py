@@ -4,25 +4,29 @@ the fixture trains the bundled steps itself), installed into fresh run directori
 
 import copy
 import shutil
+import subprocess
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from mbert_lib.distill.trainer import load_stage_student, read_run
 from mbert_lib.pipeline import STEPS, ensure, fast_run_dir, make_context, run_steps
 from mbert_lib.pipeline.bundle import (
     BUNDLE_STEPS,
+    CHECKSUMS,
     DEFAULT_BUNDLE,
+    MANIFEST,
     MAX_BYTES,
     OPTIONAL_BUNDLE_STEPS,
     OPTIONAL_RECORD_STEPS,
     RECORD_STEPS,
+    RUN_DIR_TOKEN,
+    TEXT_SUFFIXES,
     BundleError,
     install,
     read_manifest,
-    shuffle_bytes,
     sidecar,
-    unshuffle_bytes,
     verify,
     write_bundle,
 )
@@ -38,7 +42,7 @@ def quiet(message):
 
 
 def smoke_context(out, settings=None, data_from=None):
-    """A smoke-preset context in `out`; with data_from, its finished data step copied
+    """A smoke-recipe context in `out`; with data_from, its finished data step copied
     in (what install would otherwise rebuild, in seconds)."""
     ctx = make_context("smoke", str(out), log=quiet, show_progress=False)
     if settings is not None:
@@ -64,12 +68,29 @@ def bundle(source, tmp_path_factory):
     return out, manifest
 
 
-def test_shuffle_puts_byte_k_of_every_word_together_and_back():
-    assert shuffle_bytes(b"ABCDabcd") == b"AaBbCcDd"
-    rng = np.random.default_rng(0)
-    for n in range(10):
-        data = rng.integers(0, 256, n, dtype=np.uint8).tobytes()
-        assert unshuffle_bytes(shuffle_bytes(data), n) == data
+def test_the_bundle_is_a_plain_tar_that_standard_tools_unpack_and_check(source, bundle, tmp_path):
+    """`tar -xJf` unpacks it, `sha256sum -c SHA256SUMS` checks it, and the unpacked
+    final student loads in TensorFlow with the run's exact weights."""
+    path, manifest = bundle
+    if shutil.which("tar") is None or shutil.which("sha256sum") is None:
+        pytest.skip("needs the tar and sha256sum commands")
+    subprocess.run(["tar", "-xJf", str(path), "-C", str(tmp_path)], check=True)
+    checked = subprocess.run(
+        ["sha256sum", "--quiet", "-c", CHECKSUMS], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    unpacked = {p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file()}
+    assert unpacked == {*manifest["files"], MANIFEST, CHECKSUMS}
+    prefix = "pkt/model.ckpt"
+    original = tf.train.load_checkpoint(str(source.step_dir("pkt") / "model.ckpt"))
+    copied = tf.train.load_checkpoint(str(tmp_path / prefix))
+    keys = [k for k in original.get_variable_to_shape_map() if k.startswith("model/")]
+    assert keys and all(np.array_equal(original.get_tensor(k), copied.get_tensor(k)) for k in keys)
+    texts = [
+        p.read_text(encoding="utf-8") for p in tmp_path.rglob("*") if p.suffix in TEXT_SUFFIXES
+    ]
+    assert any(RUN_DIR_TOKEN in t for t in texts)  # the run directory, replaced on install
+    assert not any(str(source.out_dir.resolve()) in t for t in texts)
 
 
 def test_ensure_installs_every_step_as_it_was_and_trains_nothing(source, bundle, tmp_path):
@@ -209,7 +230,7 @@ def test_a_bundle_over_the_limit_leaves_no_file(source, tmp_path):
 
 def test_the_committed_bundle_matches_its_checksum_and_the_laptop_settings(tmp_path):
     """bundles/laptop.tar.xz: what notebooks install in a full run. A change of the
-    laptop preset's settings makes it stale: write it again from a fresh run."""
+    laptop recipe's settings makes it stale: write it again from a fresh run."""
     verify(DEFAULT_BUNDLE)
     assert DEFAULT_BUNDLE.stat().st_size <= MAX_BYTES
     manifest = read_manifest(DEFAULT_BUNDLE)

@@ -19,7 +19,8 @@ def add_arguments(parser) -> None:
         "--data_dir",
         dest="data_dir",
         default=None,
-        help="the data the bundle was made from (default: $MBERT_DATA_DIR, else builtin)",
+        help="the data the bundle was made from, in the project's layout or the public "
+        "releases' (default: $MBERT_DATA_DIR, else builtin; docs/bundle.md)",
     )
 
 

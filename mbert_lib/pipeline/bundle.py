@@ -20,18 +20,28 @@ fit: each step's record and its runs' experiment files, marked `records_only.jso
 step counts as done for whoever reads its record; a step that must run and reads its models
 trains it first (`pipeline.core`).
 
-Three things make it small without rounding a weight: the student snapshots
-share most tensors (layers not yet trained, the embedding copied from the
-teacher), which one xz stream with a dictionary larger than the whole tar
-stores once; the weight files are byte-shuffled (byte k of every float32 in
-one run), so the nearly constant sign/exponent bytes compress; and nothing is
-duplicated on purpose.
+It is a plain archive: a tar in xz that `tar -tvJf` lists and `tar -xJf` unpacks into the
+step directories of a finished run, each file as the run wrote it. Its first member,
+`bundle.json`, says what it holds (steps, settings' fingerprints, the data it was made
+from, every file's size and sha256); `SHA256SUMS` lets `sha256sum -c` check the unpacked
+files. The one change to a file: in text files (records, configs) the run directory's
+path reads `@RUN_DIR@`, which `install` replaces with the new run's.
 
-The data step is not bundled (its corpus is the dataset itself, which must not
-be redistributed); `install` runs it (seconds) and checks its files against the
-sha256 the bundle recorded, so a bundle never meets other data than it was
-trained on. Steps whose fingerprint (their settings) differs from the current
-code's are not installed: they would be stale.
+It stays small without rounding a weight: the student snapshots share most tensors
+(layers not yet trained, the embedding copied from the teacher), which one xz stream with
+a dictionary larger than the whole tar stores once, and the xz settings for 4-byte data
+(lp=2, pb=2: the literal coder knows which byte of a float32 it codes) compress the
+nearly constant sign and exponent bytes.
+
+The data step is not bundled (its corpus is the dataset itself, which must not be
+redistributed). The bundle records the sha256 of each data file it was made from, under
+its name in the project's layout (`steps.data_files`), so the same files installed from
+the original releases (`wikitext-2/wiki.valid.tokens`, `SST-2/dev.tsv`) match. Where a
+file differs, is missing or is extra, `install` names it, what the pipeline reads it for,
+and the training the bundle would have saved. Then it runs the data step (seconds) and
+checks its outputs against the bundle's, so a bundle never meets other data than it was
+trained on. Steps whose fingerprint (their settings) differs from the current code's are
+not installed: they would be stale.
 """
 
 from __future__ import annotations
@@ -66,6 +76,7 @@ from mbert_lib.pipeline.core import (
     step_fingerprints,
 )
 from mbert_lib.pipeline.registry import STEPS
+from mbert_lib.pipeline.steps import DATA_FILE_ROLES, data_files, data_inputs
 from mbert_lib.run_lock import LOCK_FILE
 from mbert_lib.runtime import REPO_ROOT, shown_path
 from mbert_lib.step_records import RECORD_FILE, RECORDS_ONLY_FILE
@@ -91,11 +102,18 @@ OPTIONAL_RECORD_STEPS = (
 RECORD_NAMES = (RECORD_FILE, EXPERIMENT_FILE)  # what a records-only step keeps, at any depth
 DEFAULT_BUNDLE = REPO_ROOT / "bundles" / "laptop.tar.xz"
 MAX_BYTES = 25_000_000
-FORMAT = 2
+FORMAT = 3
 MANIFEST = "bundle.json"
+CHECKSUMS = "SHA256SUMS"  # `sha256sum -c SHA256SUMS` checks the unpacked files
+ABOUT = (
+    "Finished step directories of a MobileBERT reproduction run (python -m mbert_lib "
+    "reproduce), each file as the run wrote it, except that text files read @RUN_DIR@ for "
+    "the run directory. `steps` are whole, `records` hold only their records; `data` names "
+    "the data files they were trained on; `files` lists every file with its sha256 "
+    "(also in SHA256SUMS). Install with: python -m mbert_lib bundle install"
+)
 RUN_DIR_TOKEN = "@RUN_DIR@"  # the run directory in text files, replaced on install
 TEXT_SUFFIXES = (".json", ".yaml", ".txt")
-WEIGHTS_MARK = ".data-"  # tf.train checkpoint shards: shuffled for xz
 DATA_FILES = ("tokenizer/vocab.txt", "examples/train.tfrecord", "examples/eval.tfrecord")
 
 
@@ -114,17 +132,6 @@ class Installed:
 def sidecar(bundle: str | os.PathLike) -> Path:
     """`<bundle>.sha256`: the bundle's sha256 in `sha256sum` format (`sha256sum -c` reads it)."""
     return Path(f"{os.fspath(bundle)}.sha256")
-
-
-def shuffle_bytes(data: bytes, width: int = 4) -> bytes:
-    """Byte k of every `width`-byte word, for k = 0..width-1, one after the other
-    (zero-padded to whole words; `unshuffle_bytes` needs the original length)."""
-    padded = data + b"\0" * (-len(data) % width)
-    return np.frombuffer(padded, np.uint8).reshape(-1, width).T.tobytes()
-
-
-def unshuffle_bytes(data: bytes, length: int, width: int = 4) -> bytes:
-    return np.frombuffer(data, np.uint8).reshape(width, -1).T.tobytes()[:length]
 
 
 # --------------------------------------------------------------------------- write
@@ -210,6 +217,7 @@ def write_bundle(
             if path.is_file()
         }
         manifest = {
+            "about": ABOUT,
             "format": FORMAT,
             "made": time.strftime("%Y-%m-%d %H:%M:%S"),
             "steps": {name: prints[name] for name in steps},
@@ -217,7 +225,11 @@ def write_bundle(
             "data": {
                 "fingerprint": prints["data"],
                 "source": data_record["result"]["source"],
+                "inputs": data_inputs(ctx).get("files", {}),
                 "sha256": {f: sha256_file(ctx.step_dir("data") / f) for f in DATA_FILES},
+            },
+            "seconds": {
+                name: read_record(ctx.step_dir(name)).get("seconds") for name in (*steps, *records)
             },
             "files": files,
         }
@@ -227,9 +239,9 @@ def write_bundle(
                 tarfile.open(fileobj=xz, mode="w|", format=tarfile.PAX_FORMAT) as tar,
             ):
                 _add_bytes(tar, MANIFEST, json.dumps(manifest, indent=1).encode())
-                for relative, entry in files.items():
-                    data = (staging / relative).read_bytes()
-                    _add_bytes(tar, relative, shuffle_bytes(data) if entry["shuffled"] else data)
+                _add_bytes(tar, CHECKSUMS, _checksums(files).encode())
+                for relative in files:
+                    _add_bytes(tar, relative, (staging / relative).read_bytes())
             size = os.path.getsize(tmp)
             if size > max_bytes:
                 raise BundleError(
@@ -247,16 +259,26 @@ def write_bundle(
 
 
 def _xz_filters(files: dict) -> list[dict]:
-    """LZMA2 with a dictionary as large as the whole tar, so a tensor repeated in a later
-    snapshot is found however far back it first appeared."""
+    """LZMA2 (`xz -9e`) with a dictionary as large as the whole tar, so a tensor repeated in
+    a later snapshot is found however far back it first appeared, and literal contexts for
+    4-byte words (lc=2, lp=2, pb=2; on the command line, `xz --lzma2=preset=9e,lc=2,lp=2,pb=2`
+    with `dict=` the tar's size). docs/bundle.md compares it with other settings."""
     total = sum(entry["bytes"] for entry in files.values()) + (1 << 20)
     return [
         {
             "id": lzma.FILTER_LZMA2,
             "preset": 9 | lzma.PRESET_EXTREME,
             "dict_size": min(total, 1 << 30),
+            "lc": 2,
+            "lp": 2,
+            "pb": 2,
         }
     ]
+
+
+def _checksums(files: dict) -> str:
+    """`sha256sum` lines for the bundle's files, as they unpack."""
+    return "".join(f"{entry['sha256']}  {name}\n" for name, entry in files.items())
 
 
 def _stage_step(source: Path, target: Path, run_dir: str) -> None:
@@ -371,11 +393,7 @@ def _check_same_weights(original: str, rewritten: str) -> None:
 
 
 def _file_entry(path: Path) -> dict:
-    return {
-        "sha256": sha256_file(path),
-        "bytes": path.stat().st_size,
-        "shuffled": WEIGHTS_MARK in path.name,
-    }
+    return {"sha256": sha256_file(path), "bytes": path.stat().st_size}
 
 
 def _add_bytes(tar: tarfile.TarFile, name: str, data: bytes) -> None:
@@ -476,7 +494,8 @@ def _is_done(ctx: Context, name: str, prints: dict) -> bool:
 
 def _check_data_source(bundle, manifest: dict, ctx: Context, prints: dict) -> None:
     """Before anything is installed: the run reads the kind of data the bundle was made
-    from, with the same data settings and (for local data) the same files' sha256."""
+    from, with the same data settings and (for local data) the same files' sha256; a
+    refusal names each file that differs and the training it costs."""
     data = manifest["data"]
     source = "local" if ctx.data_dir else "builtin"
     if data["source"] != source:
@@ -485,11 +504,45 @@ def _check_data_source(bundle, manifest: dict, ctx: Context, prints: dict) -> No
             f"run reads {source} data"
             + (" (set MBERT_DATA_DIR, e.g. ../shared/data)" if not ctx.data_dir else "")
         )
-    if data["fingerprint"] != prints["data"]:
+    if data["fingerprint"] == prints["data"]:
+        return
+    found = data_inputs(ctx).get("files", {})
+    differences = data_differences(
+        data.get("inputs", {}), found, data_files(ctx.data_dir) if ctx.data_dir else {}
+    )
+    minutes = sum(filter(None, manifest.get("seconds", {}).values())) / 60
+    if differences:
         raise BundleError(
-            f"{bundle}: made from other data or data settings than this run's (the data "
-            "step's fingerprint differs); write the bundle again, or train without it"
+            f"{bundle}: made from other data than this run's, so none of its "
+            f"{len(manifest['steps']) + len(manifest['records'])} steps can be installed: "
+            f"the pipeline trains them instead, which took {minutes:.0f} min where the "
+            "bundle was made. The files that differ (named as in the project's layout):\n"
+            + "\n".join(f"  {line}" for line in differences)
         )
+    raise BundleError(
+        f"{bundle}: made with other data settings than this run's (the data step's "
+        "fingerprint differs, its files do not); write the bundle again, or train without it"
+    )
+
+
+def data_differences(recorded: dict, found: dict, paths: dict) -> list[str]:
+    """One line per data file that is missing, extra or different in `found` ({name:
+    sha256}) against the bundle's `recorded` ones, with where it was found (`paths`: {name:
+    path}) and what the pipeline reads it for."""
+    lines = []
+    for name in sorted({*recorded, *found}):
+        role = DATA_FILE_ROLES.get(name, "read by the data step")
+        where = f" ({shown_path(paths[name])})" if name in paths else ""
+        if name not in found:
+            lines.append(f"{name}: missing here; the bundle's data has it: {role}")
+        elif name not in recorded:
+            lines.append(f"{name}{where}: here, not in the bundle's data: {role}")
+        elif found[name] != recorded[name]:
+            lines.append(
+                f"{name}{where}: differs (sha256 {found[name][:12]}... here, "
+                f"{recorded[name][:12]}... in the bundle's data): {role}"
+            )
+    return lines
 
 
 def _check_data(bundle, manifest: dict, ctx: Context, prints: dict) -> None:
@@ -515,7 +568,7 @@ def _extract(bundle, manifest: dict, staging: Path, run_dir: str, steps: Sequenc
     seen = set()
     with lzma.open(bundle, "rb") as xz, tarfile.open(fileobj=xz, mode="r|") as tar:
         for member in tar:
-            if member.name == MANIFEST or member.name.split("/")[0] not in steps:
+            if member.name in (MANIFEST, CHECKSUMS) or member.name.split("/")[0] not in steps:
                 continue
             entry = files.get(member.name)
             if (
@@ -526,8 +579,6 @@ def _extract(bundle, manifest: dict, staging: Path, run_dir: str, steps: Sequenc
             ):
                 raise BundleError(f"{bundle}: {member.name} is not in its manifest")
             data = tar.extractfile(member).read()
-            if entry["shuffled"]:
-                data = unshuffle_bytes(data, entry["bytes"])
             if hashlib.sha256(data).hexdigest() != entry["sha256"]:
                 raise BundleError(f"{bundle}: {member.name} does not match its sha256")
             path = staging / member.name

@@ -1,5 +1,5 @@
 """The pre-training steps of `python -m mbert_lib reproduce` (data, teacher): thin glue
-from a preset's settings (mbert_lib/pipeline/presets/<preset>.yaml) to the library
+from a recipe's settings (experiments/recipes/<recipe>.yaml) to the library
 function that does the work.
 
 The teacher is the shipped one (installed from teachers/, its vocabulary tokenizing the
@@ -25,7 +25,7 @@ import numpy as np
 
 from mbert_lib.checkpoints import load_pretrainer
 from mbert_lib.config_tree import apply_overrides
-from mbert_lib.data import make_pretraining_dataset, prepare_data_section
+from mbert_lib.data import glue, make_pretraining_dataset, prepare_data_section, wikitext
 from mbert_lib.data.provenance import sha256_file
 from mbert_lib.data.text import parse_documents
 from mbert_lib.experiment import DataSection, PretrainExperiment, load_experiment
@@ -169,9 +169,39 @@ def _install_shipped(ctx: Context, settings: Mapping[str, Any]) -> dict:
     }
 
 
-# The files of a data directory the pipeline reads (WikiText-2 and GLUE SST-2, in either
-# layout the loaders accept: mbert_lib/data/wikitext.py, mbert_lib/data/glue.py).
-DATA_FILE_PATTERNS = ("wikitext-2*/*", "glue/SST-2/*.tsv", "SST-2/*.tsv")
+# The files of a data directory the pipeline reads, under their names in the project's
+# layout whichever layout they sit in (the loaders accept the original releases' too:
+# mbert_lib/data/wikitext.py, mbert_lib/data/glue.py), and what each is read for.
+DATA_FILE_ROLES = {
+    "wikitext-2/train.txt": "WikiText-2's training split: when present, the pre-training "
+    "corpus is this split instead of valid + test",
+    "wikitext-2/valid.txt": "pre-training text and held-out MLM documents",
+    "wikitext-2/test.txt": "pre-training text and held-out MLM documents",
+    "glue/SST-2/train.tsv": "pre-training sentences and the fine-tuning training set",
+    "glue/SST-2/dev.tsv": "the fine-tuning dev set; its sentences are kept out of pre-training",
+    "glue/SST-2/test_labeled.tsv": "SST-2's test sentences with labels (GLUE's own test.tsv "
+    "has none): the fine-tuning test set; its sentences are kept out of pre-training",
+}
+
+
+def data_files(data_dir: str | Path) -> dict[str, Path]:
+    """{name in the project's layout: path} of the files under `data_dir` the pipeline
+    reads, found where the loaders look for them: `wikitext-2/valid.txt` may be
+    `wikitext-2/wiki.valid.tokens`, `glue/SST-2/dev.tsv` may be `SST-2/dev.tsv`."""
+    root = Path(data_dir)
+    files = {}
+    for split in wikitext.SPLITS:
+        found = [p for p in wikitext.local_candidates(root, "wikitext-2", split) if p.is_file()]
+        if found:
+            files[f"wikitext-2/{split}.txt"] = found[0]
+    try:
+        sst2 = glue.find_sst2_dir(root)
+    except FileNotFoundError:
+        return files
+    for name in glue.SST2_FILES.values():
+        if (sst2 / name).is_file():
+            files[f"glue/SST-2/{name}"] = sst2 / name
+    return files
 
 
 @functools.lru_cache(maxsize=64)
@@ -181,18 +211,17 @@ def _file_sha256(path: str, size: int, mtime_ns: int) -> str:
 
 def data_inputs(ctx: Context) -> dict:
     """What the data step reads from outside the run, for its fingerprint: the source and
-    every data file's sha256 (not the directory's name: the same files elsewhere are the
-    same data), or the Python version for the builtin corpus (its text is the standard
-    library's docstrings)."""
+    the sha256 of every file of `data_files` (keyed by the project's layout, not by the
+    directory or the release's file names: the same bytes elsewhere are the same data),
+    or the Python version for the builtin corpus (its text is the standard library's
+    docstrings)."""
     if not ctx.data_dir:
         return {"source": "builtin", "python": platform.python_version()}
-    root = Path(ctx.data_dir)
-    files = sorted({p for pattern in DATA_FILE_PATTERNS for p in root.glob(pattern) if p.is_file()})
     return {
         "source": "local",
         "files": {
-            str(p.relative_to(root)): _file_sha256(str(p), p.stat().st_size, p.stat().st_mtime_ns)
-            for p in files
+            name: _file_sha256(str(p), p.stat().st_size, p.stat().st_mtime_ns)
+            for name, p in data_files(ctx.data_dir).items()
         },
     }
 
