@@ -31,11 +31,11 @@ import tf_keras
 import mbert_lib
 from mbert_lib.bench.distill import NUM_BATCHES, distill_rounds
 from mbert_lib.bench.pretrain import pretrain_step_throughput
-from mbert_lib.distill.experiment import DistillationSection
 from mbert_lib.distill.plan import plan_stages, stage_variables
 from mbert_lib.distill.progressive import TransferPlan
 from mbert_lib.distill.step import stage_step
 from mbert_lib.experiment import OptimizerSection
+from mbert_lib.experiment.distill import DistillationSection
 from mbert_lib.hardware import cpu_info, describe
 from mbert_lib.optim import Lamb, WarmupPolynomialDecay
 from mbert_lib.train.objectives import PretrainingObjective

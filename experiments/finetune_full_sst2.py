@@ -26,7 +26,7 @@ import statistics
 import mbert_lib  # noqa: F401  (selects tf-keras before TF is imported)
 from mbert_lib.atomic import write_text
 from mbert_lib.experiment import load_experiment
-from mbert_lib.finetune.experiment import FinetuneExperiment
+from mbert_lib.experiment.finetune import FinetuneExperiment
 from mbert_lib.finetune.trainer import run_finetuning
 from mbert_lib.hardware import cpu_info, describe
 from mbert_lib.paired import paired_difference

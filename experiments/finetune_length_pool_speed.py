@@ -28,8 +28,8 @@ import mbert_lib  # noqa: F401  (selects tf-keras before TF is imported)
 from mbert_lib.atomic import write_text
 from mbert_lib.checkpoints import load_config, load_encoder
 from mbert_lib.experiment import load_experiment
+from mbert_lib.experiment.finetune import FinetuneExperiment
 from mbert_lib.finetune.data import load_task_data, train_batches
-from mbert_lib.finetune.experiment import FinetuneExperiment
 from mbert_lib.finetune.trainer import finetune_step, model_tokenizer
 from mbert_lib.hardware import cpu_info, describe
 from mbert_lib.models import build_classifier

@@ -27,7 +27,7 @@ import yaml
 import mbert_lib  # noqa: F401  (selects tf-keras before TF is imported)
 from mbert_lib.atomic import write_text
 from mbert_lib.experiment import load_experiment
-from mbert_lib.finetune.experiment import FinetuneExperiment
+from mbert_lib.experiment.finetune import FinetuneExperiment
 from mbert_lib.finetune.search import grid_experiments, mean_std, run_name
 from mbert_lib.finetune.trainer import cached_task_data, run_finetuning
 from mbert_lib.hardware import cpu_info, describe

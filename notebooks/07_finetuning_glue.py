@@ -232,7 +232,7 @@ print(f"teacher: classifier_activation={encoder.config.classifier_activation}, "
 # 2–10 epochs per task, and found MobileBERT wants a higher learning rate and
 # more epochs than BERT. Our tiny models, pre-trained for minutes, are given rates
 # far above that range: the peak rate per architecture is a setting of the
-# pipeline (`finetune.models` in `mbert_lib/pipeline/recipes/laptop.yaml`,
+# pipeline (`finetune.models` in `experiments/recipes/laptop.yaml`,
 # chosen by a small search on this SST-2 subsample, docs/laptop_recipe.md).
 #
 # Below: the settings, then one AdamW update of the head's kernel $W_c$ ([H, C])

@@ -10,7 +10,7 @@ from tokenizers import BertWordPieceTokenizer
 from mbert_lib.checkpoints import save_model_dir
 from mbert_lib.config_tree import apply_overrides, save_yaml
 from mbert_lib.data.tokenizer import save_tokenizer
-from mbert_lib.finetune.experiment import FinetuneExperiment
+from mbert_lib.experiment.finetune import FinetuneExperiment
 from mbert_lib.models import build_classifier
 from tests.finetune_fixtures import CONFIG, tokenizer
 

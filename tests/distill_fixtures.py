@@ -9,7 +9,7 @@ import tf_keras
 import mbert_lib  # noqa: F401  (selects tf-keras before TF is imported)
 from mbert_lib.checkpoints import save_model_dir
 from mbert_lib.config_tree import apply_overrides
-from mbert_lib.distill.experiment import DistillExperiment
+from mbert_lib.experiment.distill import DistillExperiment
 from mbert_lib.models import build_pretrainer
 from tests.train_fixtures import BATCH, PREDICTIONS, SEQ, VOCAB
 

@@ -17,7 +17,7 @@ from mbert_lib import get_preset
 from mbert_lib.checkpoints import save_model_dir
 from mbert_lib.config_tree import apply_overrides
 from mbert_lib.data.tokenizer import SPECIAL_TOKENS, WordPieceTokenizer, save_tokenizer
-from mbert_lib.finetune.experiment import FinetuneExperiment
+from mbert_lib.experiment.finetune import FinetuneExperiment
 from mbert_lib.models import build_pretrainer
 
 POSITIVE, NEGATIVE = ["good", "great", "fine", "nice"], ["bad", "awful", "poor", "sad"]

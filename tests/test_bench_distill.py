@@ -7,8 +7,8 @@ import pytest
 import mbert_lib as m
 from mbert_lib.anatomy.flops import flops, heads_only_flops
 from mbert_lib.bench.distill import step_gflop
-from mbert_lib.distill.experiment import DistillationSection
 from mbert_lib.distill.plan import plan_stages
+from mbert_lib.experiment.distill import DistillationSection
 
 pytestmark = pytest.mark.slow  # trains, converts or runs a pipeline: `-m "not slow"` skips it
 

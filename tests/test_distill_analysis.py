@@ -161,8 +161,8 @@ def test_attention_sharpness_is_one_for_one_hot_rows_and_one_over_t_for_uniform(
 
 def test_learning_rate_budget_sums_each_blocks_rates_over_the_stages():
     from mbert_lib.config_tree import apply_overrides
-    from mbert_lib.distill.experiment import DistillExperiment
     from mbert_lib.distill.plan import plan_stages
+    from mbert_lib.experiment.distill import DistillExperiment
 
     base = (
         "distillation.layer_wise.steps=10,distillation.layer_wise.learning_rate.peak=0.01,"

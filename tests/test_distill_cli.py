@@ -6,7 +6,7 @@ import pytest
 
 from mbert_lib.checkpoints import load_encoder
 from mbert_lib.cli import main
-from mbert_lib.distill.experiment import load_distill_experiment
+from mbert_lib.experiment.distill import load_distill_experiment
 from tests.distill_fixtures import make_teacher_dir
 
 pytestmark = pytest.mark.slow  # trains, converts or runs a pipeline: `-m "not slow"` skips it

@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 
 import mbert_lib as m
-from mbert_lib.distill.experiment import load_distill_experiment, teacher_layer_map
 from mbert_lib.distill.plan import plan_stages, stage_variables, total_steps, variable_groups
+from mbert_lib.experiment.distill import load_distill_experiment, teacher_layer_map
 from tests.distill_fixtures import tiny_distill_experiment
 
 EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"

@@ -18,15 +18,15 @@ import tensorflow as tf
 import tf_keras
 
 from mbert_lib.config import get_preset
-from mbert_lib.distill.experiment import (
-    DistillationSection,
-    LayerWiseSection,
-    PretrainDistillSection,
-)
 from mbert_lib.distill.objective import DistillationObjective
 from mbert_lib.distill.plan import plan_stages, stage_variables
 from mbert_lib.distill.step import stage_step
 from mbert_lib.experiment import LearningRateSection, OptimizerSection
+from mbert_lib.experiment.distill import (
+    DistillationSection,
+    LayerWiseSection,
+    PretrainDistillSection,
+)
 from mbert_lib.models import build_pretrainer
 from tests.train_fixtures import VOCAB, tiny_batches
 

@@ -7,9 +7,9 @@ import pytest
 import tensorflow as tf
 
 from mbert_lib.config_tree import apply_overrides
+from mbert_lib.experiment.finetune import FinetuneExperiment
 from mbert_lib.finetune import trainer
 from mbert_lib.finetune.data import encode_task, select_task_data
-from mbert_lib.finetune.experiment import FinetuneExperiment
 from mbert_lib.finetune.objective import ClassificationObjective
 from mbert_lib.finetune.task_distill import (
     read_teacher_logits,

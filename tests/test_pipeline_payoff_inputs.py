@@ -6,7 +6,7 @@ import json
 import pytest
 
 from mbert_lib.config_tree import apply_overrides
-from mbert_lib.finetune.experiment import FinetuneExperiment
+from mbert_lib.experiment.finetune import FinetuneExperiment
 from mbert_lib.pipeline.core import RECORD_FILE, Context, PipelineError
 from mbert_lib.pipeline.steps_payoff import (
     _budget_size,

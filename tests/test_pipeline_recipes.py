@@ -1,11 +1,11 @@
-"""The pipeline recipes are data (mbert_lib/pipeline/recipes/*.yaml): complete, unshared,
+"""The pipeline recipes are data (experiments/recipes/*.yaml): complete, unshared,
 and holding the rules their comments state."""
 
 import pytest
 
 from mbert_lib.config_tree import apply_overrides
-from mbert_lib.distill.experiment import load_distill_experiment
 from mbert_lib.distill.plan import plan_stages, total_steps
+from mbert_lib.experiment.distill import load_distill_experiment
 from mbert_lib.pipeline import recipe_settings, registry
 from mbert_lib.pipeline.core import PipelineError
 from mbert_lib.pipeline.steps_distill import ROW_NAMES

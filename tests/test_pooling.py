@@ -9,8 +9,8 @@ import pytest
 from mbert_lib.checkpoints import load_config, load_model, write_model_files
 from mbert_lib.config import MobileBertConfig
 from mbert_lib.convert.hf import hf_unrepresentable
+from mbert_lib.experiment.finetune import FinetuneModelSection
 from mbert_lib.export import inference
-from mbert_lib.finetune.experiment import FinetuneModelSection
 from mbert_lib.models import build_classifier, build_encoder
 from tests.helpers import random_inputs, randomize_affine_weights, small_config
 

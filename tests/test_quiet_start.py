@@ -59,9 +59,9 @@ def test_help_and_reading_every_experiment_yaml_do_not_load_tensorflow():
     err = _stderr_of(
         "import glob, sys\n"
         "from mbert_lib.cli import build_parser\n"
-        "from mbert_lib.distill.experiment import load_distill_experiment\n"
+        "from mbert_lib.experiment.distill import load_distill_experiment\n"
         "from mbert_lib.experiment import load_experiment\n"
-        "from mbert_lib.finetune.experiment import FinetuneExperiment\n"
+        "from mbert_lib.experiment.finetune import FinetuneExperiment\n"
         "build_parser()\n"
         "for path in sorted(glob.glob('experiments/*.yaml')):\n"
         "    if '/distill_' in path:\n"

@@ -2,8 +2,8 @@
 
 import numpy as np
 
-from mbert_lib.distill.experiment import load_distill_experiment
 from mbert_lib.distill.plan import plan_stages
+from mbert_lib.experiment.distill import load_distill_experiment
 from mbert_lib.runtime import REPO_ROOT
 from mbert_lib.viz.strategies import plot_strategy_schedules, stage_label
 

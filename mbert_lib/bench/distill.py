@@ -34,11 +34,11 @@ import tf_keras
 from mbert_lib.anatomy.flops import flops, heads_only_flops
 from mbert_lib.bench.timing import interleaved_timings
 from mbert_lib.config import MobileBertConfig
-from mbert_lib.distill.experiment import DistillationSection
 from mbert_lib.distill.plan import plan_stages, stage_variables
 from mbert_lib.distill.progressive import TransferPlan
 from mbert_lib.distill.step import stage_step
 from mbert_lib.experiment import OptimizerSection
+from mbert_lib.experiment.distill import DistillationSection
 from mbert_lib.models import build_pretrainer, count_params
 from mbert_lib.train.strategy import precision_policy
 from mbert_lib.train.synthetic import synthetic_pretraining_dataset

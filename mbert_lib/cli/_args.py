@@ -68,7 +68,7 @@ class _Renamed(argparse.Action):
 
 
 def add_recipe_argument(parser, help: str) -> None:
-    """--recipe (the pipeline's recipe, mbert_lib/pipeline/recipes/<name>.yaml; default
+    """--recipe (the pipeline's recipe, experiments/recipes/<name>.yaml; default
     laptop), and its former name --preset, which only says it was renamed."""
     parser.add_argument("--recipe", default="laptop", help=help)
     parser.add_argument("--preset", action=_Renamed, renamed_to="--recipe")

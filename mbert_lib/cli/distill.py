@@ -1,8 +1,8 @@
 """`python -m mbert_lib distill --config_file X.yaml --teacher_dir T --model_dir S`."""
 
 from mbert_lib.config_tree import apply_overrides, to_yaml
-from mbert_lib.distill.experiment import load_distill_experiment
 from mbert_lib.distill.plan import plan_stages, total_steps
+from mbert_lib.experiment.distill import load_distill_experiment
 
 HELP = (
     "transfer a pre-trained teacher's knowledge into a student (PKT / JKT / AKT + PD) "

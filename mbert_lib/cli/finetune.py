@@ -6,7 +6,7 @@ from mbert_lib import strict_json
 from mbert_lib.cli import CommandError
 from mbert_lib.config_tree import apply_overrides, parse_overrides
 from mbert_lib.experiment import load_experiment, to_yaml
-from mbert_lib.finetune.experiment import FinetuneExperiment
+from mbert_lib.experiment.finetune import FinetuneExperiment
 
 HELP = (
     "fine-tune a pre-trained model directory on a GLUE task (or the offline "
@@ -52,7 +52,7 @@ def add_arguments(parser) -> None:
         "--config_file",
         default=None,
         help="experiment yaml, e.g. experiments/finetune_sst2_laptop.yaml; "
-        "default: the library defaults (mbert_lib.finetune.experiment)",
+        "default: the library defaults (mbert_lib.experiment.finetune)",
     )
     parser.add_argument(
         "--params_override",

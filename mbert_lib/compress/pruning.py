@@ -17,7 +17,7 @@ bottlenecks, the attention projections and the FFNs. The embeddings, the norms, 
 and the classifier head stay dense, as in the usual recipe for BERT. `strip` puts the
 plain layers back, with their zeros. `prune_once` applies the masks once, untrained, to one
 block or to all: the probe of a sensitivity scan. Fine-tuning prunes through
-`prune.sparsity` of its experiment (mbert_lib.finetune.experiment.PruneSection).
+`prune.sparsity` of its experiment (mbert_lib.experiment.finetune.PruneSection).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from tensorflow_model_optimization.python.core.sparsity.keras.pruning_wrapper im
     PruneLowMagnitude,
 )
 
-from mbert_lib.compress.checks import check_sparsity
+from mbert_lib.experiment import check_sparsity
 from mbert_lib.layers.attention import HeadMerge, HeadProjection, MultiHeadAttention
 from mbert_lib.layers.fast.dense import Dense
 from mbert_lib.layers.ffn import FeedForward

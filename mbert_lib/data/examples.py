@@ -51,6 +51,7 @@ from tqdm.auto import tqdm
 
 from mbert_lib.data.errors import DataError
 from mbert_lib.data.text import Document
+from mbert_lib.experiment import DataSection
 
 TokenDocument = list[list[int]]  # sentences of token ids
 
@@ -68,14 +69,15 @@ MASK_PROB, RANDOM_PROB = 0.8, 0.1  # of the chosen positions; the remaining 0.1 
 
 @dataclasses.dataclass(frozen=True)
 class ExampleConfig:
-    """How examples are cut and masked (BERT's flags of the same names)."""
+    """How examples are cut and masked (BERT's flags of the same names); the defaults are
+    the experiment schema's (`experiment.DataSection`)."""
 
-    seq_length: int = 128
-    max_predictions_per_seq: int = 20
-    masked_lm_prob: float = 0.15
+    seq_length: int = DataSection.seq_length
+    max_predictions_per_seq: int = DataSection.max_predictions_per_seq
+    masked_lm_prob: float = DataSection.masked_lm_prob
     short_seq_prob: float = 0.1
-    dupe_factor: int = 10
-    seed: int = 12345
+    dupe_factor: int = DataSection.dupe_factor
+    seed: int = DataSection.seed
 
     def __post_init__(self):
         for name in ("seq_length", "max_predictions_per_seq", "dupe_factor", "seed"):

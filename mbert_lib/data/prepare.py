@@ -45,6 +45,7 @@ from mbert_lib.data.text import format_documents, parse_documents
 from mbert_lib.data.tfrecord import build_examples_cache
 from mbert_lib.data.tokenizer import WordPieceTokenizer, load_tokenizer, save_tokenizer
 from mbert_lib.data.wordpiece_trainer import TRAINER_VERSION, train_wordpiece
+from mbert_lib.experiment import DataSection
 from mbert_lib.run_lock import run_lock
 from mbert_lib.runtime import REPO_ROOT
 
@@ -92,8 +93,8 @@ class PrepareSettings:
     wikitext_splits: Sequence[str] | None = None
     include_sst2: bool = True
     vocab_file: str | os.PathLike | None = None
-    vocab_size: int = 8192
-    do_lower_case: bool = True
+    vocab_size: int = DataSection.vocab_size
+    do_lower_case: bool = DataSection.lower_case
     seq_length: int = _EXAMPLES.seq_length
     max_predictions_per_seq: int = _EXAMPLES.max_predictions_per_seq
     masked_lm_prob: float = _EXAMPLES.masked_lm_prob

@@ -8,7 +8,8 @@ The paper's algorithm (the core, `tests/test_core.py`):
                      which rate (PKT, JKT, AKT, none)
     step.py          one stage's training step (`stage_step`)
     progressive.py   `progressive_transfer`: the stages in order (section 4.3)
-    experiment.py    the distillation yaml schema
+
+Its yaml schema is `mbert_lib.experiment.distill`, with every other experiment schema.
 
 Around it:
 

@@ -53,7 +53,7 @@ from collections.abc import Mapping
 
 import tensorflow as tf
 
-from mbert_lib.distill.experiment import LayerWiseSection
+from mbert_lib.experiment.distill import LayerWiseSection
 
 _SCHEMA = LayerWiseSection()  # the one home of the weights' defaults
 

@@ -20,7 +20,7 @@ The original TF1 code trains the current layer at 3×, the layers below at
 0.1 × that and the embedding and heads not at all in layer-wise stages
 (c = 3, lower_lr_multiplier = 0.1, train_embedding false); the defaults
 (c = 1, lower 0.1, embedding trained) are tf-models-like with the lower
-layers slowed down. See `mbert_lib.distill.experiment` for the whole recipe.
+layers slowed down. See `mbert_lib.experiment.distill` for the whole recipe.
 
 The pre-training distillation (PD) stage trains every student variable.
 The embedding and MLM head start as copies of the teacher's

@@ -19,10 +19,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-from mbert_lib.distill.experiment import DistillationSection, teacher_layer_map
 from mbert_lib.distill.objective import DistillationObjective
 from mbert_lib.distill.plan import Stage, plan_stages, stage_variables
 from mbert_lib.distill.step import stage_step
+from mbert_lib.experiment.distill import DistillationSection, teacher_layer_map
 
 # minimise(stage, objective, groups): stage.train_steps updates of groups
 # ({learning-rate multiplier: variables}) on the objective's loss.

@@ -25,7 +25,6 @@ ended with. The teacher runs with training=False and is in no optimizer.
 
 from __future__ import annotations
 
-import dataclasses
 import filecmp
 import glob
 import hashlib
@@ -46,12 +45,12 @@ from mbert_lib.checkpoints import (
     resolve_checkpoint,
 )
 from mbert_lib.data.provenance import sha256_file
-from mbert_lib.distill.experiment import DistillExperiment, load_distill_experiment
 from mbert_lib.distill.initialize import copy_from_teacher
 from mbert_lib.distill.objective import DistillationObjective
 from mbert_lib.distill.plan import Stage, plan_stages, total_steps
 from mbert_lib.distill.progressive import TransferPlan, progressive_transfer
 from mbert_lib.distill.step import stage_step
+from mbert_lib.experiment.distill import DistillExperiment, load_distill_experiment
 from mbert_lib.models import build_pretrainer
 from mbert_lib.train.loop import LoopSettings
 from mbert_lib.train.pretrain_data import PretrainingData, strategy_and_data
@@ -250,10 +249,8 @@ def run_distillation(
                 student = build_pretrainer(student_config)
             stages.start(teacher, student, experiment.distillation.copy_embeddings)
             progressive_transfer(teacher, student, plan, stages.minimise)
-            last = dataclasses.replace(
-                plan, stages=(final_eval_stage(experiment, student_config.num_hidden_layers),)
-            )
-            final = stages.finish(last.objective(teacher, student, last.stages[0]))
+            last = final_eval_stage(experiment, student_config.num_hidden_layers)
+            final = stages.finish(plan.objective(teacher, student, last))
         return run.finish(
             student,
             total,

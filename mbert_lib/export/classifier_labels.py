@@ -19,7 +19,7 @@ import os
 from pathlib import Path
 
 from mbert_lib.experiment import load_experiment
-from mbert_lib.finetune.experiment import FinetuneExperiment
+from mbert_lib.experiment.finetune import FinetuneExperiment
 from mbert_lib.finetune.tasks import get_task
 from mbert_lib.train.run_record import EXPERIMENT_FILE
 

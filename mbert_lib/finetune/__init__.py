@@ -5,7 +5,6 @@
     tasks.py          Task registry: sources, classes, metrics per task
     features.py       [CLS] A [SEP] (B [SEP]) packing, counted truncation
     data.py           a task's encoded train / dev sets and the training batches
-    experiment.py     FinetuneExperiment (yaml sections)
     objective.py      cross-entropy / squared-error loss for mbert_lib.train.loop
     evaluate.py       dev logits and metrics
     best.py           evaluation history and best-checkpoint keeping

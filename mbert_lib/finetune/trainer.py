@@ -48,6 +48,7 @@ from mbert_lib.checkpoints import (
 from mbert_lib.compress import pruning, qat
 from mbert_lib.data.pipeline import check_model_compatibility
 from mbert_lib.data.tokenizer import load_tokenizer, save_tokenizer
+from mbert_lib.experiment.finetune import FinetuneExperiment
 from mbert_lib.finetune.best import BEST_DIR, BestKeeper
 from mbert_lib.finetune.data import (
     TaskData,
@@ -58,7 +59,6 @@ from mbert_lib.finetune.data import (
     train_batches,
 )
 from mbert_lib.finetune.evaluate import evaluate, make_predictor
-from mbert_lib.finetune.experiment import FinetuneExperiment
 from mbert_lib.finetune.objective import ClassificationObjective
 from mbert_lib.finetune.tasks import get_task
 from mbert_lib.models import build_classifier, count_params
@@ -192,7 +192,8 @@ def build_finetuning(experiment: FinetuneExperiment, config, num_classes: int, t
 def finetune_step(model, optimizer, regression: bool = False, jit_compile: bool = False):
     """train_step(iterator) -> metrics: one update of every trainable weight of `model` on
     the cross-entropy (squared error) of the next batch. The trainer's step; benchmarks
-    and experiments build theirs here."""
+    and experiments build theirs here. Call it inside `strategy.scope()`: the step
+    distributes over the strategy of the current scope."""
     objective = ClassificationObjective(model, regression)
     return make_train_step(
         tf.distribute.get_strategy(), objective, optimizer, model.trainable_variables, jit_compile

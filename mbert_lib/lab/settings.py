@@ -1,6 +1,6 @@
 """The attention-transfer lab's settings: the task, the models, every student's budget.
 
-Read from the pipeline's recipe (`pipeline/recipes/attention_lab.yaml`) with
+Read from the pipeline's recipe (`experiments/recipes/attention_lab.yaml`) with
 `lab_settings`, which names the key and what it expected for any bad value.
 """
 

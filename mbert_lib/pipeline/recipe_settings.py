@@ -1,4 +1,4 @@
-"""The pipeline's recipes as data: `recipes/<name>.yaml` -> {step name: settings}.
+"""The pipeline's recipes as data: `experiments/recipes/<name>.yaml` -> {step name: settings}.
 
 Each file maps every step of the pipeline to its settings (plain JSON values:
 they enter the step's fingerprint). YAML anchors and merge keys (`<<: *tiny`)
@@ -13,12 +13,13 @@ lists them under the top-level key `.steps`; `recipe_steps` reads that list.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import yaml
 
-RECIPE_DIR = Path(__file__).with_name("recipes")
+from mbert_lib.runtime import REPO_ROOT
+
+RECIPE_DIR = REPO_ROOT / "experiments" / "recipes"
 
 
 def recipe_names() -> list[str]:

@@ -62,7 +62,6 @@ import numpy as np
 from mbert_lib import atomic, hardware, strict_json
 from mbert_lib.bench.timing import interleaved_timings
 from mbert_lib.checkpoints import load_classifier, load_config, load_encoder, save_model_dir
-from mbert_lib.compress.checks import check_sparsity
 from mbert_lib.compress.pruning import (
     encoder_blocks,
     overall_sparsity,
@@ -74,11 +73,11 @@ from mbert_lib.compress.size import gzip_bytes
 from mbert_lib.compress.structured import prune_ffn_units
 from mbert_lib.config_tree import apply_overrides, check
 from mbert_lib.data.tokenizer import load_tokenizer, save_tokenizer
-from mbert_lib.experiment import load_experiment
+from mbert_lib.experiment import check_sparsity, load_experiment
+from mbert_lib.experiment.finetune import FinetuneExperiment
 from mbert_lib.export.evaluate import accuracy, evaluate_precisions, keras_logits
 from mbert_lib.export.interpreter import TFLiteModel
 from mbert_lib.export.tflite import export_qat_tflite
-from mbert_lib.finetune.experiment import FinetuneExperiment
 from mbert_lib.finetune.trainer import cached_task_data, run_finetuning
 from mbert_lib.models import build_encoder
 from mbert_lib.paired import paired_difference

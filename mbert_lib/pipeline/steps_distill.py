@@ -30,7 +30,7 @@ but ablation_fmt_at makes the same number of student updates (rows without
 layer-wise stages spend them all in PD); each writes a model directory
 under runs/<recipe>/<step> and records its held-out MLM accuracy,
 perplexity and NSP accuracy (on the held-out split of the pre-training data)
-in its step result. Settings (mbert_lib/pipeline/recipes/<recipe>.yaml) name an
+in its step result. Settings (experiments/recipes/<recipe>.yaml) name an
 experiment yaml and dotted overrides.
 """
 
@@ -46,10 +46,10 @@ from mbert_lib import atomic, strict_json
 from mbert_lib.checkpoints import CONFIG_FILE, load_pretrainer
 from mbert_lib.config_tree import apply_overrides
 from mbert_lib.data import make_pretraining_dataset
-from mbert_lib.distill.experiment import load_distill_experiment
 from mbert_lib.distill.trainer import run_distillation
 from mbert_lib.distill.transfer_summary import summarize_run
 from mbert_lib.experiment import ModelSection
+from mbert_lib.experiment.distill import load_distill_experiment
 from mbert_lib.paired import paired_difference
 from mbert_lib.pipeline.core import Context, Step
 from mbert_lib.pipeline.steps import data_overrides, shipped_teacher

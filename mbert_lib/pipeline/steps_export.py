@@ -38,10 +38,10 @@ import numpy as np
 from mbert_lib.bench import TimingPlan, tflite_latency, write_json
 from mbert_lib.checkpoints import load_classifier
 from mbert_lib.experiment import load_experiment
+from mbert_lib.experiment.finetune import FinetuneExperiment
 from mbert_lib.export.evaluate import evaluate_precisions, format_table
 from mbert_lib.export.representative import representative_dataset
 from mbert_lib.export.tflite import Int8Options
-from mbert_lib.finetune.experiment import FinetuneExperiment
 from mbert_lib.finetune.trainer import cached_task_data
 from mbert_lib.pipeline.core import Context, PipelineError, Step
 from mbert_lib.train.run_record import EXPERIMENT_FILE

@@ -28,7 +28,7 @@ from typing import Any
 
 from mbert_lib.config_tree import apply_overrides, check, to_dict
 from mbert_lib.experiment import load_experiment
-from mbert_lib.finetune.experiment import FinetuneExperiment
+from mbert_lib.experiment.finetune import FinetuneExperiment
 from mbert_lib.finetune.search import mean_std
 from mbert_lib.finetune.trainer import cached_task_data, run_finetuning
 from mbert_lib.pipeline.core import Context, PipelineError, Step, read_record

@@ -48,8 +48,8 @@ from mbert_lib.checkpoints import load_classifier
 from mbert_lib.config_tree import apply_overrides, check, to_dict
 from mbert_lib.distill.trainer import run_distillation
 from mbert_lib.experiment import load_experiment
+from mbert_lib.experiment.finetune import FinetuneExperiment
 from mbert_lib.finetune.evaluate import make_predictor
-from mbert_lib.finetune.experiment import FinetuneExperiment
 from mbert_lib.finetune.search import mean_std
 from mbert_lib.finetune.task_distill import write_teacher_logits
 from mbert_lib.finetune.trainer import cached_task_data, run_finetuning

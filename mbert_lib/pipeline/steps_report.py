@@ -31,9 +31,7 @@ REPORT_FILE = "REPORT.md"
 RECORDS_FILE = "records.json"
 WALL_TIME_FILE = "wall_time.json"
 RECORD_KEYS = ("result", "seconds", "finished", "fingerprint", "load_average", "cpu_count")
-# The key of the recipe's name in this step's settings: the recipes' word before they were
-# called recipes, kept because the settings enter the step's fingerprint.
-RECIPE_KEY = "preset"
+RECIPE_KEY = "recipe"  # the recipe's name, in this step's settings
 
 
 def _is_default_out(ctx: Context, recipe: str) -> bool:

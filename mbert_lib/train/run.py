@@ -86,13 +86,15 @@ class TrainingRun:
         """Runs `train_step` until the checkpoint's step reaches settings.train_steps (see
         `run_loop`); scalars go to model_dir/tensorboard/`tensorboard`. The last eval
         metrics, or {} when nothing was evaluated."""
-        scalars = os.path.join(self.model_dir, "tensorboard", tensorboard)
+        scalars = os.path.join(self.model_dir, "tensorboard")
+        if tensorboard:
+            scalars = os.path.join(scalars, tensorboard)
         return run_loop(
             train_step=train_step,
             iterator=checkpoint.objects["train_iterator"],
             step=checkpoint.objects["step"],
             checkpoint=checkpoint,
-            scalars=Scalars(scalars.rstrip(os.sep) if self.chief else None),
+            scalars=Scalars(scalars if self.chief else None),
             settings=dataclasses.replace(
                 settings, show_progress=settings.show_progress and self.show_progress and self.chief
             ),

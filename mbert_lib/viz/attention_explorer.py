@@ -37,9 +37,9 @@ from mbert_lib.checkpoints import WEIGHTS_PREFIX, load_pretrainer
 from mbert_lib.data import load_tokenizer
 from mbert_lib.data.structured_task import task_tokenizer
 from mbert_lib.distill import analysis
-from mbert_lib.distill.experiment import teacher_layer_map
 from mbert_lib.distill.trainer import load_stage_student, read_run
 from mbert_lib.distill.transfer_summary import KL_FLOOR
+from mbert_lib.experiment.distill import teacher_layer_map
 from mbert_lib.lab.run import lab_models
 from mbert_lib.lab.variants import LABELS
 from mbert_lib.viz import style

@@ -26,7 +26,7 @@ import mbert_lib  # noqa: F401  (first: silences TensorFlow's start-up logs)
 from mbert_lib import anatomy, build_pretrainer, count_params, get_preset, paper
 from mbert_lib import runtime
 from mbert_lib import hardware
-from mbert_lib.distill.experiment import load_distill_experiment
+from mbert_lib.experiment.distill import load_distill_experiment
 from mbert_lib.distill.losses import attention_transfer, feature_map_transfer
 from mbert_lib.distill.objective import DistillationObjective
 from mbert_lib.distill.plan import plan_stages

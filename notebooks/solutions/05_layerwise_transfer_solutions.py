@@ -40,7 +40,7 @@ from mbert_lib.config_tree import apply_overrides
 from mbert_lib.data import make_pretraining_dataset
 from mbert_lib.distill import analysis
 from mbert_lib.distill import objective as objective_module
-from mbert_lib.distill.experiment import teacher_layer_map
+from mbert_lib.experiment.distill import teacher_layer_map
 from mbert_lib.distill.losses import FmtWeights, attention_transfer
 from mbert_lib.distill.trainer import load_stage_student, read_run, run_distillation
 from mbert_lib.optim.schedules import WarmupPolynomialDecay

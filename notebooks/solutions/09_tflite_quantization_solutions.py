@@ -42,7 +42,7 @@ from mbert_lib.export.evaluate import accuracy, evaluate_precisions, format_tabl
 from mbert_lib.export.interpreter import TFLiteModel
 from mbert_lib.export.representative import random_features, representative_dataset
 from mbert_lib.export.tflite import Int8Options
-from mbert_lib.finetune.experiment import FinetuneExperiment
+from mbert_lib.experiment.finetune import FinetuneExperiment
 from mbert_lib.finetune.trainer import cached_task_data
 from mbert_lib.train.run_record import EXPERIMENT_FILE
 from mbert_lib.pipeline import ensure, notebook_context

@@ -13,8 +13,14 @@ tensorflow/models' experiment configs:
 reads the file, applies the overrides (values parsed as yaml, then checked
 against the field's type) and validates the result. Unknown keys and wrong
 types are errors that name the dotted key. The loader is generic over the
-top-level class (`cls=`), so other trainers (distillation, fine-tuning) define
-their own top-level dataclass from these sections and reuse it.
+top-level class (`cls=`), so the other trainers' schemas build their own top-level
+dataclass from these sections:
+
+    __init__.py   the sections above and PretrainExperiment (pre-training)
+    distill.py    DistillExperiment: teacher, student, the distillation section
+    finetune.py   FinetuneExperiment: task, model, trainer, task distillation, pruning, QAT
+
+docs/configuration.md says where every kind of setting lives.
 """
 
 from __future__ import annotations
@@ -55,6 +61,14 @@ MAX_SEED = 2**32 - 1  # the largest seed NumPy (and so tf_keras.utils.set_random
 
 def _choice(value: str, choices: tuple[str, ...], key: str) -> None:
     check(value in choices, key, f"one of {list(choices)}", value)
+
+
+def check_sparsity(value, name: str = "sparsity") -> float:
+    """`value` as a float in [0, 1); raises ValueError naming `name` otherwise (also the
+    compress step's and pruning's check, which read no experiment)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 1:
+        raise ValueError(f"{name} must be a number in [0, 1), got {value!r}")
+    return float(value)
 
 
 # -------------------------------------------------------------------- sections

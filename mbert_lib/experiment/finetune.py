@@ -22,7 +22,6 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from mbert_lib.compress.checks import check_sparsity
 from mbert_lib.config import POOLINGS
 from mbert_lib.config_tree import check
 from mbert_lib.experiment import (
@@ -30,6 +29,7 @@ from mbert_lib.experiment import (
     LoopSection,
     OptimizerSection,
     RuntimeSection,
+    check_sparsity,
 )
 
 
