@@ -9,7 +9,7 @@ they have run), which every later notebook also needs. The teacher is not in it:
 one (teachers/) installs in seconds. Each comes as its consumers read it: its record,
 configs, vocabulary, TensorBoard logs, final weights and every stage snapshot, all float32
 and bit for bit. What a finished step never reads again is left out: a trainer's resume
-state (the teacher's `checkpoints/`, the optimizer moments in the stage checkpoints, which
+state (a pre-training run's `checkpoints/`, the optimizer moments in the stage checkpoints, which
 are rewritten model-only).
 
 It also holds the records of the other students and their seeds (`RECORD_STEPS`), and of the
