@@ -242,12 +242,9 @@ def write_bundle(
                 _add_bytes(tar, CHECKSUMS, _checksums(files).encode())
                 for relative in files:
                     _add_bytes(tar, relative, (staging / relative).read_bytes())
+                    _refuse_over(os.path.getsize(tmp), max_bytes, "at least ")
             size = os.path.getsize(tmp)
-            if size > max_bytes:
-                raise BundleError(
-                    f"the bundle would be {size / 1e6:.1f} MB, over the "
-                    f"{max_bytes / 1e6:.0f} MB limit; bundle fewer steps"
-                )
+            _refuse_over(size, max_bytes)
             digest = sha256_file(tmp)
     atomic.write_text(sidecar(out), f"{digest}  {Path(out).name}\n")
     log(
@@ -256,6 +253,16 @@ def write_bundle(
         + (f"; the records of {', '.join(records)}" if records else "")
     )
     return manifest
+
+
+def _refuse_over(size: int, max_bytes: int, bound: str = "") -> None:
+    """BundleError when `size` (what xz has written so far, or in all) is over the limit:
+    a bundle too large is refused as soon as it is, not after compressing the rest."""
+    if size > max_bytes:
+        raise BundleError(
+            f"the bundle would be {bound}{size / 1e6:.1f} MB, over the "
+            f"{max_bytes / 1e6:g} MB limit; bundle fewer steps"
+        )
 
 
 def _xz_filters(files: dict) -> list[dict]:
