@@ -105,13 +105,13 @@ def plain_xz(size: int, lc: int, lp: int, pb: int, **search) -> tuple:
 
 def settings(size: int) -> dict[str, tuple[str, bool, Callable[[bytes], int]]]:
     """{key: (what it is, shuffled, packed size of a tar's bytes)}."""
-    label, shuffle, pack = plain_xz(size, 2, 2, 2)
+    bundle_label, _, bundle_pack = plain_xz(size, 2, 2, 2)
     delta = [{"id": lzma.FILTER_DELTA, "dist": 4}, lzma2(size, lc=0, lp=2, pb=2)]
     rows = {
         "plain_default": ("plain, xz -9e", False, xz([lzma2(size)])),
         "plain_lc0": plain_xz(size, 0, 2, 2),
         "plain_lc1": plain_xz(size, 1, 2, 2),
-        "plain_lc2": (f"{label} (format 3, the bundle's)", shuffle, pack),
+        "plain_lc2": (f"{bundle_label} (format 3, the bundle's)", False, bundle_pack),
         "plain_lc3_lp1": plain_xz(size, 3, 1, 2),
         "plain_lc4_lp0": plain_xz(size, 4, 0, 2),
         "plain_lc2_pb0": plain_xz(size, 2, 2, 0),
@@ -121,8 +121,8 @@ def settings(size: int) -> dict[str, tuple[str, bool, Callable[[bytes], int]]]:
         "plain_bzip2": ("plain, bzip2 -9 (tar -j)", False, bzip2),
     }
     if shutil.which("zstd"):
-        label = f"plain, zstd -{ZSTD_LEVEL} --long={ZSTD_WINDOW_LOG} (tar --zstd)"
-        rows["plain_zstd"] = (label, False, zstd)
+        zstd_label = f"plain, zstd -{ZSTD_LEVEL} --long={ZSTD_WINDOW_LOG} (tar --zstd)"
+        rows["plain_zstd"] = (zstd_label, False, zstd)
     rows["shuffled"] = ("weight files byte-shuffled, xz -9e (format 2)", True, xz([lzma2(size)]))
     return rows
 
